@@ -1,0 +1,292 @@
+//! Who is calling: resolved once per request by [`authenticate`] into a [`Principal`], then
+//! required by handlers through the extractors [`ProjectAuth`] (secret key, or session plus
+//! `X-Project-Id`), [`TrackAuth`] (any key) and [`UserAuth`] (a signed-in user).
+//!
+//! The middleware also applies the per-project rate limit and adds the `RateLimit-*` headers,
+//! and refuses writes to a disabled project.
+
+pub mod keys;
+pub mod password;
+pub mod session;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use herald_core::ids::Uuid;
+use herald_store::accounts::Project;
+
+use crate::error::ApiError;
+use crate::rate_limit::Decision;
+use crate::state::AppState;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    Public,
+    Secret,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    Owner,
+    Admin,
+    Member,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Role {
+        match s {
+            "OWNER" => Role::Owner,
+            "ADMIN" => Role::Admin,
+            _ => Role::Member,
+        }
+    }
+
+    pub fn can_manage(&self) -> bool {
+        matches!(self, Role::Owner | Role::Admin)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Principal {
+    Anonymous,
+    /// Credentials were sent but are not valid; the error is what protected routes answer.
+    Invalid(ApiError),
+    Key { project: Arc<Project>, kind: KeyKind },
+    Session { user: Uuid, project: Option<(Arc<Project>, Role)> },
+}
+
+impl Principal {
+    fn project(&self) -> Option<&Project> {
+        match self {
+            Principal::Key { project, .. } => Some(project),
+            Principal::Session {
+                project: Some((p, _)),
+                ..
+            } => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// Resolves the caller, applies the rate limit, and adds its headers.
+pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let principal = match resolve(&state, req.headers()).await {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let mut decision = None;
+    if let Some(project) = principal.project() {
+        if project.disabled && is_write(req.method()) {
+            let reason = project.disabled_reason.clone().unwrap_or_default();
+            return ApiError::forbidden("PROJECT_DISABLED", format!("This project is disabled. {reason}"))
+                .into_response();
+        }
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let d = state.limiter.check(project.id, now);
+        if !d.allowed {
+            let mut res = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RATE_LIMIT_EXCEEDED",
+                format!("Rate limit of {} requests per minute exceeded", d.limit),
+            )
+            .with_suggestion(format!("Retry after {} seconds", d.reset))
+            .into_response();
+            rate_headers(res.headers_mut(), &d);
+            if let Ok(v) = HeaderValue::from_str(&d.reset.to_string()) {
+                res.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return res;
+        }
+        decision = Some(d);
+    }
+    req.extensions_mut().insert(principal);
+    let mut res = next.run(req).await;
+    if let Some(d) = decision {
+        rate_headers(res.headers_mut(), &d);
+    }
+    res
+}
+
+fn is_write(m: &Method) -> bool {
+    matches!(*m, Method::POST | Method::PUT | Method::PATCH | Method::DELETE)
+}
+
+fn rate_headers(h: &mut HeaderMap, d: &Decision) {
+    for (name, value) in [
+        ("ratelimit-limit", d.limit as u64),
+        ("ratelimit-remaining", d.remaining as u64),
+        ("ratelimit-reset", d.reset),
+    ] {
+        h.insert(name, HeaderValue::from(value));
+    }
+}
+
+async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    if let Some(auth) = headers.get(header::AUTHORIZATION) {
+        let token = auth
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .unwrap_or("");
+        return resolve_key(state, token).await;
+    }
+    let Some(token) = headers
+        .get(header::COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(session::token_from_cookie)
+    else {
+        return Ok(Principal::Anonymous);
+    };
+    let Some(user) = state.sessions.verify(token) else {
+        return Ok(Principal::Invalid(ApiError::unauthorized(
+            "UNAUTHORIZED",
+            "The session has expired or is invalid; sign in again",
+        )));
+    };
+    let project = match headers.get("x-project-id") {
+        None => None,
+        Some(v) => {
+            let denied = || {
+                ApiError::forbidden("PROJECT_ACCESS_DENIED", "You are not a member of this project")
+            };
+            let Some(id) = v.to_str().ok().and_then(herald_core::ids::parse_id) else {
+                return Ok(Principal::Invalid(denied()));
+            };
+            match state.store.member_role(id, user).await? {
+                None => return Ok(Principal::Invalid(denied())),
+                Some(role) => {
+                    let project = state.store.project_by_id(id).await?.ok_or_else(denied)?;
+                    Some((Arc::new(project), Role::parse(&role)))
+                }
+            }
+        }
+    };
+    Ok(Principal::Session { user, project })
+}
+
+async fn resolve_key(state: &AppState, token: &str) -> Result<Principal, ApiError> {
+    let invalid = || Principal::Invalid(ApiError::unauthorized("INVALID_API_KEY", "Invalid API key"));
+    let (project, kind) = if keys::looks_like_key(token, "pk_") {
+        (state.store.project_by_public_key(token).await?, KeyKind::Public)
+    } else if keys::looks_like_key(token, "sk_") {
+        (state.store.project_by_secret_hash(&keys::hash_secret(token)).await?, KeyKind::Secret)
+    } else if let Some(user) = state.sessions.verify(token) {
+        // A session token as a bearer token: for scripts that signed in without cookies.
+        return Ok(Principal::Session { user, project: None });
+    } else {
+        return Ok(invalid());
+    };
+    Ok(match project {
+        Some(p) => Principal::Key {
+            project: Arc::new(p),
+            kind,
+        },
+        None => invalid(),
+    })
+}
+
+fn principal(parts: &Parts) -> Principal {
+    parts
+        .extensions
+        .get::<Principal>()
+        .cloned()
+        .unwrap_or(Principal::Anonymous)
+}
+
+fn missing_auth() -> ApiError {
+    ApiError::unauthorized("MISSING_AUTH", "Authentication required")
+        .with_suggestion("Send Authorization: Bearer <secret key>, or sign in and send X-Project-Id")
+}
+
+/// The project of a dashboard or secret-key request.
+#[derive(Clone, Debug)]
+pub struct ProjectAuth {
+    pub project: Arc<Project>,
+    /// `None` for a secret key (full access to its project).
+    pub user: Option<(Uuid, Role)>,
+}
+
+impl ProjectAuth {
+    pub fn id(&self) -> Uuid {
+        self.project.id
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ProjectAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        match principal(parts) {
+            Principal::Key {
+                project,
+                kind: KeyKind::Secret,
+            } => Ok(ProjectAuth { project, user: None }),
+            Principal::Key { .. } => Err(ApiError::unauthorized(
+                "INVALID_API_KEY",
+                "A public key can only be used on POST /v1/track",
+            )
+            .with_suggestion("Use the project's secret key (sk_...) on the server")),
+            Principal::Session {
+                user,
+                project: Some((project, role)),
+            } => Ok(ProjectAuth {
+                project,
+                user: Some((user, role)),
+            }),
+            Principal::Session { project: None, .. } => Err(ApiError::bad_request(
+                "Header X-Project-Id is required with a session",
+            )),
+            Principal::Invalid(e) => Err(e),
+            Principal::Anonymous => Err(missing_auth()),
+        }
+    }
+}
+
+/// Any key of a project (public or secret), or a session with a project: `/v1/track`.
+#[derive(Clone, Debug)]
+pub struct TrackAuth {
+    pub project: Arc<Project>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TrackAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, ApiError> {
+        if let Principal::Key { project, .. } = principal(parts) {
+            return Ok(TrackAuth { project });
+        }
+        ProjectAuth::from_request_parts(parts, s)
+            .await
+            .map(|p| TrackAuth { project: p.project })
+    }
+}
+
+/// A signed-in user (account endpoints).
+#[derive(Clone, Copy, Debug)]
+pub struct UserAuth {
+    pub user: Uuid,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for UserAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        match principal(parts) {
+            Principal::Session { user, .. } => Ok(UserAuth { user }),
+            Principal::Invalid(e) => Err(e),
+            Principal::Key { .. } => Err(ApiError::unauthorized(
+                "UNAUTHORIZED",
+                "Account endpoints need a signed-in user, not an API key",
+            )
+            .with_suggestion("Sign in with POST /auth/login and send the session cookie")),
+            Principal::Anonymous => Err(ApiError::unauthorized("UNAUTHORIZED", "Sign in first")
+                .with_suggestion("POST /auth/login sets the session cookie")),
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! Sign-up, sign-in, the current user, and the user's projects with their keys.
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use herald_core::email::EmailAddress;
+use herald_core::ids::{Uuid, new_id};
+use herald_core::time::{iso, now_millis};
+use herald_store::accounts::{Project, ProjectChanges, User};
+use herald_store::StoreError;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::keys::NewKeys;
+use crate::auth::{Role, UserAuth, password};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, path_id};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(signup))
+        .routes(routes!(login))
+        .routes(routes!(logout))
+        .routes(routes!(me))
+        .routes(routes!(list_projects, create_project))
+        .routes(routes!(update_project, delete_project))
+        .routes(routes!(regenerate_keys))
+        .routes(routes!(public_config))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct Credentials {
+    pub email: Option<String>,
+    pub password: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserResponse {
+    pub id: String,
+    pub email: String,
+    pub created_at: String,
+}
+
+impl From<&User> for UserResponse {
+    fn from(u: &User) -> Self {
+        Self {
+            id: u.id.to_string(),
+            email: u.email.clone(),
+            created_at: iso(u.created_at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectResponse {
+    pub id: String,
+    pub name: String,
+    pub public_key: String,
+    pub secret_key_prefix: String,
+    /// Only in the answers of create and regenerate-keys: shown once, stored hashed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_key: Option<String>,
+    pub tracking: String,
+    pub language: String,
+    pub disabled: bool,
+    pub disabled_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl ProjectResponse {
+    fn new(p: &Project, secret_key: Option<String>, role: Option<String>) -> Self {
+        Self {
+            id: p.id.to_string(),
+            name: p.name.clone(),
+            public_key: p.public_key.clone(),
+            secret_key_prefix: p.secret_key_prefix.clone(),
+            secret_key,
+            tracking: p.tracking.clone(),
+            language: p.language.clone(),
+            disabled: p.disabled,
+            disabled_reason: p.disabled_reason.clone(),
+            role,
+            created_at: iso(p.created_at),
+            updated_at: iso(p.updated_at),
+        }
+    }
+}
+
+fn parse_credentials(c: Credentials) -> ApiResult<(EmailAddress, String)> {
+    let mut errors = Vec::new();
+    let email = match c.email.as_deref().map(EmailAddress::parse) {
+        Some(Ok(e)) => Some(e),
+        Some(Err(e)) => {
+            errors.push(crate::error::FieldError::new("email", e.to_string(), "invalid_email"));
+            None
+        }
+        None => {
+            errors.push(crate::error::FieldError::new("email", "email is required", "required"));
+            None
+        }
+    };
+    let password = c.password.unwrap_or_default();
+    if password.chars().count() < 8 || password.len() > 256 {
+        errors.push(crate::error::FieldError::new(
+            "password",
+            "password must be 8 to 256 characters",
+            "invalid_length",
+        ));
+    }
+    match email {
+        Some(e) if errors.is_empty() => Ok((e, password)),
+        _ => Err(ApiError::validation(errors)),
+    }
+}
+
+fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Response {
+    (status, [(header::SET_COOKIE, cookie)], Json(body)).into_response()
+}
+
+/// Creates an account and signs it in.
+#[utoipa::path(post, path = "/auth/signup", tag = "account", request_body = Credentials,
+    responses((status = 201, body = UserResponse), (status = 403, description = "Sign-ups disabled"), (status = 409)))]
+async fn signup(State(state): State<AppState>, ApiJson(body): ApiJson<Credentials>) -> ApiResult<Response> {
+    if state.settings.disable_signups {
+        return Err(ApiError::forbidden("FORBIDDEN", "Sign-ups are disabled on this server"));
+    }
+    let (email, password) = parse_credentials(body)?;
+    let now = now_millis();
+    let user = User {
+        id: new_id(),
+        email: email.into_string(),
+        password_hash: password::hash(password).await?,
+        created_at: now,
+    };
+    match state.store.create_user(&user).await {
+        Err(StoreError::Conflict(_)) => {
+            return Err(ApiError::conflict("An account with this email already exists"));
+        }
+        other => other?,
+    }
+    let token = state.sessions.issue(user.id)?;
+    Ok(with_cookie(StatusCode::CREATED, state.sessions.set_cookie(&token), UserResponse::from(&user)))
+}
+
+/// Signs in; sets the session cookie. A wrong email and a wrong password answer alike.
+#[utoipa::path(post, path = "/auth/login", tag = "account", request_body = Credentials,
+    responses((status = 200, body = UserResponse), (status = 401, description = "INVALID_CREDENTIALS")))]
+async fn login(State(state): State<AppState>, ApiJson(body): ApiJson<Credentials>) -> ApiResult<Response> {
+    let invalid = || ApiError::unauthorized("INVALID_CREDENTIALS", "Invalid email or password");
+    let email = body.email.as_deref().and_then(|e| EmailAddress::parse(e).ok());
+    let password = body.password.unwrap_or_default();
+    let user = match &email {
+        Some(e) => state.store.user_by_email(e.as_str()).await?,
+        None => None,
+    };
+    let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await;
+    let user = user.filter(|_| ok).ok_or_else(invalid)?;
+    let token = state.sessions.issue(user.id)?;
+    Ok(with_cookie(StatusCode::OK, state.sessions.set_cookie(&token), UserResponse::from(&user)))
+}
+
+/// Clears the session cookie.
+#[utoipa::path(get, path = "/auth/logout", tag = "account", responses((status = 200)))]
+async fn logout(State(state): State<AppState>) -> Response {
+    with_cookie(StatusCode::OK, state.sessions.clear_cookie(), serde_json::json!({"success": true}))
+}
+
+/// The signed-in user.
+#[utoipa::path(get, path = "/users/@me", tag = "account", responses((status = 200, body = UserResponse)))]
+async fn me(State(state): State<AppState>, auth: UserAuth) -> ApiResult<Json<UserResponse>> {
+    let user = state
+        .store
+        .user_by_id(auth.user)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("UNAUTHORIZED", "This account no longer exists"))?;
+    Ok(Json(UserResponse::from(&user)))
+}
+
+/// Projects the user is a member of.
+#[utoipa::path(get, path = "/users/@me/projects", tag = "account", responses((status = 200, body = Vec<ProjectResponse>)))]
+async fn list_projects(State(state): State<AppState>, auth: UserAuth) -> ApiResult<Json<Vec<ProjectResponse>>> {
+    let list = state.store.projects_of_user(auth.user).await?;
+    Ok(Json(
+        list.iter()
+            .map(|m| ProjectResponse::new(&m.project, None, Some(m.role.clone())))
+            .collect(),
+    ))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CreateProjectRequest {
+    pub name: Option<String>,
+}
+
+fn project_name(name: Option<&str>, required: bool) -> ApiResult<Option<String>> {
+    match name.map(str::trim) {
+        None if required => Err(ApiError::field("name", "name is required", "required")),
+        None => Ok(None),
+        Some(n) if n.is_empty() || n.chars().count() > 100 || n.chars().any(char::is_control) => Err(
+            ApiError::field("name", "name must be 1 to 100 characters without control characters", "invalid"),
+        ),
+        Some(n) => Ok(Some(n.to_owned())),
+    }
+}
+
+/// Creates a project; the answer holds both keys (the secret one only this once).
+#[utoipa::path(post, path = "/users/@me/projects", tag = "account", request_body = CreateProjectRequest,
+    responses((status = 201, body = ProjectResponse)))]
+async fn create_project(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    ApiJson(body): ApiJson<CreateProjectRequest>,
+) -> ApiResult<(StatusCode, Json<ProjectResponse>)> {
+    let name = project_name(body.name.as_deref(), true)?.unwrap_or_default();
+    let keys = NewKeys::generate();
+    let project = state
+        .store
+        .create_project(new_id(), &name, &keys.stored(), auth.user, now_millis())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(ProjectResponse::new(&project, Some(keys.secret_key), Some("OWNER".into()))),
+    ))
+}
+
+/// The user's role in a project; another user's project is not found.
+async fn role_in(state: &AppState, user: Uuid, raw_id: &str) -> ApiResult<(Uuid, Role)> {
+    let id = path_id(raw_id, "NOT_FOUND", "Project")?;
+    let role = state
+        .store
+        .member_role(id, user)
+        .await?
+        .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Project"))?;
+    Ok((id, Role::parse(&role)))
+}
+
+fn require_manager(role: &Role) -> ApiResult<()> {
+    if role.can_manage() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden("FORBIDDEN", "Only an owner or admin of the project can do this"))
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpdateProjectRequest {
+    pub name: Option<String>,
+    /// ENABLED, DISABLED or MARKETING_ONLY.
+    pub tracking: Option<String>,
+    /// Default language of pages and footers, e.g. `en`.
+    pub language: Option<String>,
+}
+
+/// Changes a project's name, tracking mode or language.
+#[utoipa::path(patch, path = "/users/@me/projects/{id}", tag = "account", request_body = UpdateProjectRequest,
+    params(("id" = String, Path)), responses((status = 200, body = ProjectResponse)))]
+async fn update_project(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<UpdateProjectRequest>,
+) -> ApiResult<Json<ProjectResponse>> {
+    let (id, role) = role_in(&state, auth.user, &id).await?;
+    require_manager(&role)?;
+    let mut errors = Vec::new();
+    let name = project_name(body.name.as_deref(), false)?;
+    if let Some(t) = &body.tracking {
+        if !["ENABLED", "DISABLED", "MARKETING_ONLY"].contains(&t.as_str()) {
+            errors.push(crate::error::FieldError::new(
+                "tracking",
+                "tracking must be ENABLED, DISABLED or MARKETING_ONLY",
+                "invalid_enum",
+            ));
+        }
+    }
+    if let Some(l) = &body.language {
+        let ok = (2..=10).contains(&l.len()) && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !ok {
+            errors.push(crate::error::FieldError::new("language", "language must be a language tag such as en or pt-BR", "invalid"));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    let changes = ProjectChanges {
+        name,
+        tracking: body.tracking,
+        language: body.language,
+    };
+    let project = state.store.update_project(id, &changes, now_millis()).await?;
+    Ok(Json(ProjectResponse::new(&project, None, Some(role_name(&role)))))
+}
+
+fn role_name(r: &Role) -> String {
+    match r {
+        Role::Owner => "OWNER",
+        Role::Admin => "ADMIN",
+        Role::Member => "MEMBER",
+    }
+    .into()
+}
+
+/// Deletes a project and everything in it (owner only).
+#[utoipa::path(delete, path = "/users/@me/projects/{id}", tag = "account", params(("id" = String, Path)),
+    responses((status = 204)))]
+async fn delete_project(State(state): State<AppState>, auth: UserAuth, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    let (id, role) = role_in(&state, auth.user, &id).await?;
+    if role != Role::Owner {
+        return Err(ApiError::forbidden("FORBIDDEN", "Only the project's owner can delete it"));
+    }
+    state.store.delete_project(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Replaces both keys; the old ones stop working at once.
+#[utoipa::path(post, path = "/users/@me/projects/{id}/regenerate-keys", tag = "account", params(("id" = String, Path)),
+    responses((status = 200, body = ProjectResponse)))]
+async fn regenerate_keys(State(state): State<AppState>, auth: UserAuth, Path(id): Path<String>) -> ApiResult<Json<ProjectResponse>> {
+    let (id, role) = role_in(&state, auth.user, &id).await?;
+    require_manager(&role)?;
+    let keys = NewKeys::generate();
+    let project = state.store.replace_keys(id, &keys.stored(), now_millis()).await?;
+    Ok(Json(ProjectResponse::new(&project, Some(keys.secret_key), Some(role_name(&role)))))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicConfig {
+    pub signups_enabled: bool,
+    /// Configured OAuth providers (none in this version).
+    pub oauth_providers: Vec<String>,
+    pub billing_enabled: bool,
+    pub version: String,
+}
+
+/// Feature flags of this server; no authentication.
+#[utoipa::path(get, path = "/config", tag = "account", responses((status = 200, body = PublicConfig)))]
+async fn public_config(State(state): State<AppState>) -> Json<PublicConfig> {
+    Json(PublicConfig {
+        signups_enabled: !state.settings.disable_signups,
+        oauth_providers: Vec::new(),
+        billing_enabled: false,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
+}

@@ -1,0 +1,340 @@
+//! The Contacts resource: keyset list, upsert, get, patch, delete, lookup.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use herald_core::email::EmailAddress;
+use herald_core::fields::DataPatch;
+use herald_core::ids::Uuid;
+use herald_core::time::{iso, now_millis};
+use herald_store::contacts::{Contact, ContactUpdate, ContactUpsert};
+use herald_store::StoreError;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::ProjectAuth;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, RawQuery, path_id};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_contacts, upsert_contact))
+        .routes(routes!(get_contact, patch_contact, delete_contact))
+        .routes(routes!(lookup_contacts))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContactResponse {
+    pub id: String,
+    pub email: String,
+    pub subscribed: bool,
+    #[schema(value_type = Object)]
+    pub data: Map<String, Value>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Contact> for ContactResponse {
+    fn from(c: Contact) -> Self {
+        Self {
+            id: c.id.to_string(),
+            email: c.email,
+            subscribed: c.subscribed,
+            data: c.data,
+            created_at: iso(c.created_at),
+            updated_at: iso(c.updated_at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpsertMeta {
+    pub is_new: bool,
+    pub is_update: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UpsertResponse {
+    #[serde(flatten)]
+    pub contact: ContactResponse,
+    pub _meta: UpsertMeta,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContactList {
+    pub data: Vec<ContactResponse>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub cursor: Option<String>,
+    pub has_more: bool,
+    /// Only on the first page (no cursor); 0 on later pages.
+    pub total: i64,
+}
+
+/// A cursor names the project and the last id seen, so it cannot be replayed elsewhere.
+fn encode_cursor(project: Uuid, last: Uuid) -> String {
+    let mut bytes = Vec::with_capacity(32);
+    bytes.extend_from_slice(project.as_bytes());
+    bytes.extend_from_slice(last.as_bytes());
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn decode_cursor(project: Uuid, cursor: &str) -> ApiResult<Uuid> {
+    let invalid = || ApiError::field("cursor", "cursor is not valid for this list", "invalid_cursor");
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
+    if bytes.len() != 32 || bytes[..16] != project.as_bytes()[..] {
+        return Err(invalid());
+    }
+    Uuid::from_slice(&bytes[16..]).map_err(|_| invalid())
+}
+
+/// Contacts, newest first, by cursor.
+#[utoipa::path(get, path = "/contacts", tag = "contacts",
+    params(("limit" = Option<u32>, Query, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
+        ("search" = Option<String>, Query, description = "case-insensitive substring of the email")),
+    responses((status = 200, body = ContactList)))]
+async fn list_contacts(State(state): State<AppState>, auth: ProjectAuth, q: RawQuery) -> ApiResult<Json<ContactList>> {
+    let limit = q.int("limit", 20, 1, 100)?;
+    let before = match q.get("cursor").filter(|c| !c.is_empty()) {
+        Some(c) => Some(decode_cursor(auth.id(), c)?),
+        None => None,
+    };
+    let search = q.get("search").map(str::trim).filter(|s| !s.is_empty());
+    if search.is_some_and(|s| s.len() > 254) {
+        return Err(ApiError::field("search", "search is at most 254 characters", "too_long"));
+    }
+    let page = state.store.list_contacts(auth.id(), limit, before, search).await?;
+    let total = if before.is_none() {
+        state.store.count_contacts(auth.id(), search).await?
+    } else {
+        0
+    };
+    let cursor = match (page.has_more, page.contacts.last()) {
+        (true, Some(last)) => Some(encode_cursor(auth.id(), last.id)),
+        _ => None,
+    };
+    Ok(Json(ContactList {
+        data: page.contacts.into_iter().map(ContactResponse::from).collect(),
+        cursor,
+        has_more: page.has_more,
+        total,
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpsertContactRequest {
+    pub email: Option<String>,
+    pub subscribed: Option<bool>,
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<Value>,
+}
+
+/// Parses an email field, collecting the problem under `field`.
+pub(crate) fn email_field(raw: Option<&str>, field: &str, errors: &mut Vec<FieldError>) -> Option<EmailAddress> {
+    match raw.map(EmailAddress::parse) {
+        Some(Ok(e)) => Some(e),
+        Some(Err(e)) => {
+            errors.push(FieldError::new(field, e.to_string(), "invalid_email"));
+            None
+        }
+        None => {
+            errors.push(FieldError::new(field, format!("{field} is required"), "required"));
+            None
+        }
+    }
+}
+
+/// Parses a `data` payload with the custom-field rules, collecting the problem under `data`.
+pub(crate) fn data_field(raw: Option<&Value>, errors: &mut Vec<FieldError>) -> DataPatch {
+    DataPatch::parse(raw).unwrap_or_else(|p| {
+        let field = if p.key.is_empty() { "data".to_owned() } else { format!("data.{}", p.key) };
+        errors.push(FieldError::new(field, p.message, p.code));
+        DataPatch::default()
+    })
+}
+
+/// Creates or updates a contact by email (201 when new, 200 when it existed).
+#[utoipa::path(post, path = "/contacts", tag = "contacts", request_body = UpsertContactRequest,
+    responses((status = 201, body = UpsertResponse), (status = 200, body = UpsertResponse), (status = 422)))]
+async fn upsert_contact(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    ApiJson(body): ApiJson<UpsertContactRequest>,
+) -> ApiResult<(StatusCode, Json<UpsertResponse>)> {
+    let mut errors = Vec::new();
+    let email = email_field(body.email.as_deref(), "email", &mut errors);
+    let patch = data_field(body.data.as_ref(), &mut errors);
+    let Some(email) = email.filter(|_| errors.is_empty()) else {
+        return Err(ApiError::validation(errors));
+    };
+    let out = state
+        .store
+        .upsert_contact(&ContactUpsert {
+            project_id: auth.id(),
+            email: email.as_str(),
+            subscribed: body.subscribed,
+            default_subscribed: true,
+            patch: &patch,
+            now: now_millis(),
+        })
+        .await?;
+    let status = if out.is_new { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((
+        status,
+        Json(UpsertResponse {
+            contact: out.contact.into(),
+            _meta: UpsertMeta {
+                is_new: out.is_new,
+                is_update: !out.is_new,
+            },
+        }),
+    ))
+}
+
+fn contact_id(raw: &str) -> ApiResult<Uuid> {
+    path_id(raw, "CONTACT_NOT_FOUND", "Contact")
+}
+
+fn contact_not_found() -> ApiError {
+    ApiError::not_found("CONTACT_NOT_FOUND", "Contact")
+}
+
+/// One contact.
+#[utoipa::path(get, path = "/contacts/{id}", tag = "contacts", params(("id" = String, Path)),
+    responses((status = 200, body = ContactResponse), (status = 404)))]
+async fn get_contact(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<Json<ContactResponse>> {
+    let id = contact_id(&id)?;
+    let c = state.store.contact(auth.id(), id).await?.ok_or_else(contact_not_found)?;
+    Ok(Json(c.into()))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct PatchContactRequest {
+    pub email: Option<String>,
+    pub subscribed: Option<bool>,
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<Value>,
+}
+
+/// Changes email, subscription or data (patch semantics); a flip of `subscribed` records
+/// `contact.subscribed` or `contact.unsubscribed`.
+#[utoipa::path(patch, path = "/contacts/{id}", tag = "contacts", params(("id" = String, Path)), request_body = PatchContactRequest,
+    responses((status = 200, body = ContactResponse), (status = 404), (status = 409)))]
+async fn patch_contact(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<PatchContactRequest>,
+) -> ApiResult<Json<ContactResponse>> {
+    let id = contact_id(&id)?;
+    let mut errors = Vec::new();
+    let email = match body.email.as_deref() {
+        None => None,
+        raw => email_field(raw, "email", &mut errors),
+    };
+    let patch = data_field(body.data.as_ref(), &mut errors);
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    let change = ContactUpdate {
+        email: email.as_ref().map(EmailAddress::as_str),
+        subscribed: body.subscribed,
+        patch: &patch,
+        now: now_millis(),
+    };
+    match state.store.update_contact(auth.id(), id, &change).await {
+        Ok(c) => Ok(Json(c.into())),
+        Err(StoreError::NotFound) => Err(contact_not_found()),
+        Err(StoreError::Conflict(_)) => Err(ApiError::conflict("Another contact in this project has this email")),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes a contact and its events.
+#[utoipa::path(delete, path = "/contacts/{id}", tag = "contacts", params(("id" = String, Path)),
+    responses((status = 204), (status = 404)))]
+async fn delete_contact(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    let id = contact_id(&id)?;
+    if state.store.delete_contact(auth.id(), id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(contact_not_found())
+    }
+}
+
+/// Most emails one lookup may name.
+pub const LOOKUP_MAX: usize = 500;
+
+#[derive(Deserialize, ToSchema)]
+pub struct LookupRequest {
+    pub emails: Option<Vec<Value>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LookupFound {
+    pub email: String,
+    pub id: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LookupResponse {
+    pub found: Vec<LookupFound>,
+    pub missing: Vec<String>,
+}
+
+/// Which of up to 500 emails are contacts of the project.
+#[utoipa::path(post, path = "/contacts/lookup", tag = "contacts", request_body = LookupRequest,
+    responses((status = 200, body = LookupResponse), (status = 422)))]
+async fn lookup_contacts(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    ApiJson(body): ApiJson<LookupRequest>,
+) -> ApiResult<Json<LookupResponse>> {
+    let raw = body.emails.ok_or_else(|| ApiError::field("emails", "emails is required", "required"))?;
+    if raw.len() > LOOKUP_MAX {
+        return Err(ApiError::field(
+            "emails",
+            format!("at most {LOOKUP_MAX} emails per call (got {})", raw.len()),
+            "too_many",
+        ));
+    }
+    let mut errors = Vec::new();
+    let mut emails: Vec<String> = Vec::with_capacity(raw.len());
+    for (i, v) in raw.iter().enumerate() {
+        let field = format!("emails.{i}");
+        match v.as_str() {
+            Some(s) => {
+                if let Some(e) = email_field(Some(s), &field, &mut errors) {
+                    if !emails.contains(&e.as_str().to_owned()) {
+                        emails.push(e.into_string());
+                    }
+                }
+            }
+            None => errors.push(FieldError::new(field, "must be a string", "invalid_type")),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    let hits = state.store.lookup_contacts(auth.id(), &emails).await?;
+    let missing = emails
+        .iter()
+        .filter(|e| !hits.iter().any(|(h, _)| h == *e))
+        .cloned()
+        .collect();
+    Ok(Json(LookupResponse {
+        found: hits
+            .into_iter()
+            .map(|(email, id)| LookupFound { email, id: id.to_string() })
+            .collect(),
+        missing,
+    }))
+}

@@ -1,0 +1,48 @@
+//! What every handler can reach.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use herald_store::Store;
+
+use crate::auth::session::SessionKeys;
+use crate::rate_limit::RateLimiter;
+
+/// Settings the API reads (a subset of the server configuration).
+#[derive(Clone, Debug)]
+pub struct ApiSettings {
+    pub disable_signups: bool,
+    pub rate_limit_per_minute: u32,
+    pub public_url: String,
+    /// Largest request body in bytes for ordinary endpoints.
+    pub max_body_bytes: usize,
+}
+
+pub struct Inner {
+    pub store: Store,
+    pub settings: ApiSettings,
+    pub limiter: RateLimiter,
+    pub sessions: SessionKeys,
+}
+
+#[derive(Clone)]
+pub struct AppState(pub Arc<Inner>);
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(store: Store, settings: ApiSettings, secret: &[u8]) -> Self {
+        let secure = settings.public_url.starts_with("https://");
+        AppState(Arc::new(Inner {
+            store,
+            limiter: RateLimiter::new(settings.rate_limit_per_minute),
+            sessions: SessionKeys::new(secret, secure),
+            settings,
+        }))
+    }
+}

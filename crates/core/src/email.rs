@@ -1,0 +1,132 @@
+//! `EmailAddress`: a trimmed, lower-cased address that passed syntax checks. Once a value of
+//! this type exists it is safe to put in a header (no CR, LF or other control characters).
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EmailAddress(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmailError {
+    #[error("email is required")]
+    Empty,
+    #[error("email is longer than 254 characters")]
+    TooLong,
+    #[error("email contains control characters or whitespace")]
+    ControlCharacters,
+    #[error("email is not a valid address")]
+    Invalid,
+}
+
+impl EmailAddress {
+    pub fn parse(raw: &str) -> Result<Self, EmailError> {
+        let s = raw.trim();
+        if s.is_empty() {
+            return Err(EmailError::Empty);
+        }
+        if s.len() > 254 {
+            return Err(EmailError::TooLong);
+        }
+        if s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(EmailError::ControlCharacters);
+        }
+        let (local, domain) = s.rsplit_once('@').ok_or(EmailError::Invalid)?;
+        if !valid_local(local) || !valid_domain(domain) {
+            return Err(EmailError::Invalid);
+        }
+        Ok(Self(s.to_lowercase()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn local_part(&self) -> &str {
+        self.0.rsplit_once('@').map(|(l, _)| l).unwrap_or("")
+    }
+
+    pub fn domain(&self) -> &str {
+        self.0.rsplit_once('@').map(|(_, d)| d).unwrap_or("")
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for EmailAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn valid_local(local: &str) -> bool {
+    const SPECIALS: &str = "!#$%&'*+/=?^_`{|}~.-";
+    !local.is_empty()
+        && local.len() <= 64
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && local
+            .chars()
+            .all(|c| c.is_alphanumeric() || SPECIALS.contains(c))
+}
+
+/// A host name of at least two labels: letters, digits and hyphens, no label starting or
+/// ending with a hyphen. Used for the domain of addresses and for sender domains.
+pub fn valid_domain(domain: &str) -> bool {
+    let domain = domain.strip_suffix('.').unwrap_or(domain);
+    let labels: Vec<&str> = domain.split('.').collect();
+    domain.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+        })
+        && labels
+            .last()
+            .is_some_and(|tld| !tld.chars().all(|c| c.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trims_and_lowercases() {
+        let e = EmailAddress::parse("  Ada@Example.COM ").unwrap();
+        assert_eq!(e.as_str(), "ada@example.com");
+        assert_eq!(e.domain(), "example.com");
+        assert_eq!(e.local_part(), "ada");
+    }
+
+    #[test]
+    fn rejects_bad_addresses() {
+        for bad in [
+            "",
+            "plain",
+            "a@b",
+            "a@@b.com",
+            "a b@c.com",
+            "a@b.com\r\nBcc: x@y.com",
+            "a\n@b.com",
+            ".a@b.com",
+            "a..b@c.com",
+            "a@-b.com",
+            "a@b..com",
+            "a@1.2.3.4",
+        ] {
+            assert!(EmailAddress::parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn accepts_plus_and_subdomains() {
+        for good in ["a+tag@mail.example.co.uk", "o'brien@example.ie", "x@xn--bcher-kva.example"] {
+            assert!(EmailAddress::parse(good).is_ok(), "{good:?} refused");
+        }
+    }
+}

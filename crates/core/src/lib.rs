@@ -1,0 +1,10 @@
+//! Herald's domain rules with no I/O: identifiers, validated values, the custom-field rules,
+//! the template language. Everything here is deterministic and safe on any input.
+#![forbid(unsafe_code)]
+
+pub mod email;
+pub mod fields;
+pub mod html_text;
+pub mod ids;
+pub mod template;
+pub mod time;

@@ -1,0 +1,106 @@
+//! Startup as a value: `Application::build` opens the database, applies migrations and binds
+//! the listener (port 0 in tests); `run_until_stopped` serves until the shutdown future fires,
+//! then drains in-flight requests.
+
+use std::future::Future;
+
+use anyhow::Context;
+use herald_api::{ApiSettings, AppState};
+use herald_store::{Store, StoreOptions};
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+
+pub struct Application {
+    listener: TcpListener,
+    router: axum::Router,
+    store: Store,
+    port: u16,
+}
+
+/// Opens the configured database and applies its migrations.
+pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    let opts = StoreOptions {
+        max_connections: config.database_max_connections,
+        pg_schema: config.database_schema.clone(),
+    };
+    let store = Store::connect(&config.database_url, &opts).await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Application> {
+        let store = open_store(&config).await?;
+        let secret = config.load_or_create_secret()?;
+        let settings = ApiSettings {
+            disable_signups: config.disable_signups,
+            rate_limit_per_minute: config.rate_limit_per_minute,
+            public_url: config.public_url.clone(),
+            max_body_bytes: config.max_body_bytes,
+        };
+        let state = AppState::new(store.clone(), settings, &secret);
+        let router = herald_api::router(state);
+        let listener = TcpListener::bind(&config.listen)
+            .await
+            .with_context(|| format!("binding {}", config.listen))?;
+        let port = listener.local_addr()?.port();
+        tracing::info!(
+            address = %listener.local_addr()?,
+            database = %config.database_description(),
+            engine = store.engine_name(),
+            "Herald listening on http://{} with {} database {}",
+            listener.local_addr()?,
+            store.engine_name(),
+            config.database_description()
+        );
+        Ok(Application {
+            listener,
+            router,
+            store,
+            port,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("serving HTTP")?;
+        self.store.close().await;
+        Ok(())
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

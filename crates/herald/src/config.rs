@@ -1,0 +1,248 @@
+//! Configuration: defaults, then a TOML file (`--config` or `HERALD_CONFIG`), then environment
+//! variables (`HERALD_*`), the environment winning. Secrets never appear in `Debug` or in
+//! `herald config`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address the HTTP server listens on.
+    pub listen: String,
+    /// Where the SQLite database, the generated secret and the local outbox live.
+    pub data_dir: PathBuf,
+    /// `sqlite://...` or `postgres://...`; empty means SQLite in the data directory.
+    pub database_url: String,
+    /// PostgreSQL schema to use (default: the server's search_path).
+    pub database_schema: Option<String>,
+    /// Base of links in mail and pages; default from the listen address.
+    pub public_url: String,
+    /// SMTP relay (`smtp://user:pass@host:587`, `smtps://...`); unset means the local outbox.
+    pub smtp_url: Option<String>,
+    /// DNS resolver `ip:port` for domain verification; unset means the system's.
+    pub dns_resolver: Option<SocketAddr>,
+    /// Signing key for sessions and links; generated once into the data directory when unset.
+    pub secret: Option<String>,
+    pub rate_limit_per_minute: u32,
+    pub disable_signups: bool,
+    /// Largest request body for ordinary endpoints, in bytes.
+    pub max_body_bytes: usize,
+    pub database_max_connections: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: PathBuf::from("./herald-data"),
+            database_url: String::new(),
+            database_schema: None,
+            public_url: String::new(),
+            smtp_url: None,
+            dns_resolver: None,
+            secret: None,
+            rate_limit_per_minute: 1000,
+            disable_signups: false,
+            max_body_bytes: 1024 * 1024,
+            database_max_connections: 16,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted_toml())
+    }
+}
+
+fn env_bool(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+}
+
+impl Config {
+    /// Reads the file (if any) and the environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("HERALD_CONFIG").map(PathBuf::from));
+        let mut config = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading the configuration file {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
+            }
+            None => Config::default(),
+        };
+        config.apply_env(|k| std::env::var(k).ok())?;
+        Ok(config.resolved())
+    }
+
+    /// Applies `HERALD_*` variables (and the spec's `DISABLE_SIGNUPS`).
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+        let num = |k: &str, v: String| -> anyhow::Result<u64> {
+            v.trim().parse().with_context(|| format!("{k} must be a whole number"))
+        };
+        if let Some(v) = get("HERALD_LISTEN") {
+            self.listen = v;
+        }
+        if let Some(v) = get("HERALD_DATA_DIR") {
+            self.data_dir = v.into();
+        }
+        if let Some(v) = get("HERALD_DATABASE_URL") {
+            self.database_url = v;
+        }
+        if let Some(v) = get("HERALD_DATABASE_SCHEMA") {
+            self.database_schema = Some(v).filter(|s| !s.is_empty());
+        }
+        if let Some(v) = get("HERALD_PUBLIC_URL") {
+            self.public_url = v;
+        }
+        if let Some(v) = get("HERALD_SMTP_URL") {
+            self.smtp_url = Some(v).filter(|s| !s.is_empty());
+        }
+        if let Some(v) = get("HERALD_DNS_RESOLVER").filter(|s| !s.is_empty()) {
+            self.dns_resolver = Some(v.parse().context("HERALD_DNS_RESOLVER must be ip:port")?);
+        }
+        if let Some(v) = get("HERALD_SECRET") {
+            self.secret = Some(v).filter(|s| !s.is_empty());
+        }
+        if let Some(v) = get("HERALD_RATE_LIMIT_PER_MINUTE") {
+            self.rate_limit_per_minute = num("HERALD_RATE_LIMIT_PER_MINUTE", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_DISABLE_SIGNUPS").or_else(|| get("DISABLE_SIGNUPS")) {
+            self.disable_signups = env_bool(&v);
+        }
+        if let Some(v) = get("HERALD_MAX_BODY_BYTES") {
+            self.max_body_bytes = num("HERALD_MAX_BODY_BYTES", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
+            self.database_max_connections = num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
+        }
+        Ok(())
+    }
+
+    /// Fills the defaults that depend on other settings.
+    pub fn resolved(mut self) -> Config {
+        if self.database_url.is_empty() {
+            self.database_url = format!("sqlite://{}", self.data_dir.join("herald.db").display());
+        }
+        if self.public_url.is_empty() {
+            self.public_url = format!("http://{}", self.listen);
+        }
+        self.public_url = self.public_url.trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// The signing secret: configured, or read from (and first generated into) the data directory.
+    pub fn load_or_create_secret(&self) -> anyhow::Result<Vec<u8>> {
+        if let Some(s) = &self.secret {
+            anyhow::ensure!(s.len() >= 32, "the secret must be at least 32 characters");
+            return Ok(s.as_bytes().to_vec());
+        }
+        let path = self.data_dir.join("secret");
+        match std::fs::read_to_string(&path) {
+            Ok(s) if s.trim().len() >= 32 => return Ok(s.trim().as_bytes().to_vec()),
+            Ok(_) => anyhow::bail!("{} is too short; delete it to generate a new one", path.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+        let mut bytes = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
+        let secret = hex::encode(bytes);
+        write_private(&path, &secret).with_context(|| format!("writing {}", path.display()))?;
+        Ok(secret.into_bytes())
+    }
+
+    /// The effective configuration as TOML, secrets and passwords redacted.
+    pub fn redacted_toml(&self) -> String {
+        let mut c = self.clone();
+        c.database_url = redact_url(&c.database_url);
+        c.smtp_url = c.smtp_url.as_deref().map(redact_url);
+        c.secret = c.secret.as_ref().map(|_| "[redacted]".to_owned());
+        toml::to_string_pretty(&c).unwrap_or_default()
+    }
+
+    /// What the log line says about the database.
+    pub fn database_description(&self) -> String {
+        redact_url(&self.database_url)
+    }
+}
+
+/// Replaces the password of `scheme://user:password@host` with `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(contents.as_bytes())?;
+    f.sync_all()
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    std::fs::write(path, contents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_overrides_and_defaults_resolve() {
+        let mut c = Config::default();
+        c.apply_env(|k| match k {
+            "HERALD_LISTEN" => Some("0.0.0.0:9000".into()),
+            "DISABLE_SIGNUPS" => Some("true".into()),
+            "HERALD_RATE_LIMIT_PER_MINUTE" => Some("50".into()),
+            _ => None,
+        })
+        .unwrap();
+        let c = c.resolved();
+        assert_eq!(c.listen, "0.0.0.0:9000");
+        assert!(c.disable_signups);
+        assert_eq!(c.rate_limit_per_minute, 50);
+        assert_eq!(c.public_url, "http://0.0.0.0:9000");
+        assert!(c.database_url.starts_with("sqlite://"));
+    }
+
+    #[test]
+    fn bad_numbers_are_errors() {
+        let mut c = Config::default();
+        assert!(c.apply_env(|k| (k == "HERALD_RATE_LIMIT_PER_MINUTE").then(|| "lots".into())).is_err());
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        let c = Config {
+            database_url: "postgres://herald:hunter2@db/herald".into(),
+            smtp_url: Some("smtp://u:p%40ss@relay:587".into()),
+            secret: Some("x".repeat(40)),
+            ..Config::default()
+        };
+        let t = c.redacted_toml();
+        assert!(!t.contains("hunter2") && !t.contains("p%40ss") && !t.contains(&"x".repeat(40)), "{t}");
+        assert!(t.contains("postgres://herald:***@db/herald"));
+        assert!(format!("{c:?}").contains("[redacted]"));
+    }
+}

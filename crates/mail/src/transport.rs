@@ -1,0 +1,802 @@
+//! Where signed message bytes go: the local outbox (default) or an SMTP relay.
+//!
+//! Invariants:
+//! - The bytes handed to [`Transport::send`] are delivered unchanged (they are already
+//!   DKIM-signed); nothing here rebuilds or re-encodes a message.
+//! - Errors are classified for the retry logic: [`TransportError::Transient`] (SMTP 4xx reply,
+//!   connection refused/reset/timed out, TLS failure, relay unreachable) may succeed later;
+//!   [`TransportError::Permanent`] (SMTP 5xx reply, an envelope or message the relay can never
+//!   take) will not. The string keeps the server reply, code first: `"550 5.1.1 no such user"`.
+//! - SMTP: at most `max_connections` connections are open to the relay at any moment (in use
+//!   or idle), enforced by a semaphore whose permit owns the connection (see
+//!   [`SmtpTransport`] for why lettre's own pool is not used). Idle connections are reused
+//!   after a NOOP answers; one idle for more than 60 s is closed instead. Session setup
+//!   (connect, TLS, EHLO, AUTH) and each NOOP have a 30 s timeout, a transaction 30 s per
+//!   started MiB of message. A timed-out connection is closed, never reused.
+//! - Failures while setting up the session (including `535` bad credentials or a relay that
+//!   does not offer STARTTLS) are transient: they are not the message's fault.
+//! - SMTP URL forms: `smtp://user:pass@host:587` = STARTTLS required (default port 587),
+//!   `smtps://user:pass@host:465` = implicit TLS (default port 465),
+//!   `smtp://host:port?tls=none` = plaintext, for a local relay or test sink only. User and
+//!   password are percent-decoded; the password never appears in [`Transport::describe`] or
+//!   `Debug` output. Optional `?helo=name` sets the EHLO name.
+//! - Outbox: a message is written to `<dir>/<key>.eml` atomically (temporary file in the same
+//!   directory, fsync, rename, fsync of the directory), so a reader sees either no file or the
+//!   whole message. Keys are restricted to `[A-Za-z0-9._-]` (no leading dot) so they cannot
+//!   leave the directory. Sending the same key again replaces the file (idempotent retries).
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, anyhow, bail};
+use lettre::address::{Address, Envelope as LettreEnvelope};
+use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
+use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
+use lettre::transport::smtp::extension::ClientId;
+use tokio::sync::Semaphore;
+
+/// SMTP envelope: reverse path and forward paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// The `MAIL FROM` address (bounce address); empty for the null reverse path.
+    pub mail_from: String,
+    /// One or more `RCPT TO` addresses.
+    pub rcpt_to: Vec<String>,
+}
+
+/// Why a send failed, and whether trying again later can help.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    #[error("transient: {0}")]
+    Transient(String),
+    #[error("permanent: {0}")]
+    Permanent(String),
+}
+
+impl TransportError {
+    /// True for [`TransportError::Transient`].
+    pub fn is_transient(&self) -> bool {
+        matches!(self, TransportError::Transient(_))
+    }
+
+    /// The reply or reason text.
+    pub fn message(&self) -> &str {
+        match self {
+            TransportError::Transient(m) | TransportError::Permanent(m) => m,
+        }
+    }
+}
+
+/// The configured transport. `Send + Sync`; share it in an `Arc`.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one value per process, kept in an Arc
+pub enum Transport {
+    Outbox(OutboxTransport),
+    Smtp(SmtpTransport),
+}
+
+impl Transport {
+    /// `None` → the local outbox in `outbox_dir` (created if missing); `Some(url)` → that
+    /// SMTP relay with at most `max_connections` concurrent sends.
+    pub fn from_config(
+        smtp_url: Option<&str>,
+        outbox_dir: &Path,
+        max_connections: usize,
+    ) -> anyhow::Result<Self> {
+        match smtp_url.map(str::trim).filter(|u| !u.is_empty()) {
+            Some(url) => Ok(Transport::Smtp(SmtpTransport::from_url(
+                url,
+                max_connections,
+            )?)),
+            None => {
+                std::fs::create_dir_all(outbox_dir).with_context(|| {
+                    format!("creating the outbox directory {}", outbox_dir.display())
+                })?;
+                Ok(Transport::Outbox(OutboxTransport::new(outbox_dir)))
+            }
+        }
+    }
+
+    /// Delivers `raw` (already signed). `key` is Herald's message id, used as the outbox file
+    /// name. Returns the server's reply (`"250 2.0.0 Ok: queued as ..."`) or the file path.
+    pub async fn send(
+        &self,
+        key: &str,
+        envelope: &Envelope,
+        raw: &[u8],
+    ) -> Result<String, TransportError> {
+        match self {
+            Transport::Outbox(o) => o.send(key, raw).await,
+            Transport::Smtp(s) => s.send(envelope, raw).await,
+        }
+    }
+
+    /// Closes idle SMTP connections politely (QUIT); nothing to do for the outbox.
+    pub async fn close_idle(&self) {
+        if let Transport::Smtp(s) = self {
+            s.close_idle().await;
+        }
+    }
+
+    /// True when mail stays on this machine.
+    pub fn is_local_outbox(&self) -> bool {
+        matches!(self, Transport::Outbox(_))
+    }
+
+    /// A one-line description for logs, without the password.
+    pub fn describe(&self) -> String {
+        match self {
+            Transport::Outbox(o) => format!("outbox:{}", o.dir().display()),
+            Transport::Smtp(s) => s.describe(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outbox
+
+/// Messages kept on disk as `<dir>/<key>.eml`; nothing leaves the machine.
+#[derive(Debug, Clone)]
+pub struct OutboxTransport {
+    dir: PathBuf,
+}
+
+const EML: &str = ".eml";
+
+fn valid_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 200
+        && !key.starts_with('.')
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn invalid_key(key: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("invalid outbox key {key:?}"),
+    )
+}
+
+impl OutboxTransport {
+    /// An outbox in `dir`. No I/O; the directory is created on first write if missing.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The directory holding the messages.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file a key is stored in.
+    pub fn path_for(&self, key: &str) -> io::Result<PathBuf> {
+        if !valid_key(key) {
+            return Err(invalid_key(key));
+        }
+        Ok(self.dir.join(format!("{key}{EML}")))
+    }
+
+    /// Writes `<dir>/<key>.eml` atomically; returns the path.
+    pub async fn send(&self, key: &str, raw: &[u8]) -> Result<String, TransportError> {
+        let path = self
+            .path_for(key)
+            .map_err(|e| TransportError::Permanent(e.to_string()))?;
+        let dir = self.dir.clone();
+        let data = raw.to_vec();
+        let written = path.clone();
+        tokio::task::spawn_blocking(move || write_atomic(&dir, &written, &data))
+            .await
+            .map_err(|e| TransportError::Transient(format!("outbox writer task failed: {e}")))?
+            .map_err(|e| TransportError::Transient(format!("writing {}: {e}", path.display())))?;
+        Ok(path.display().to_string())
+    }
+
+    /// The bytes stored under `key`.
+    pub fn read(&self, key: &str) -> io::Result<Vec<u8>> {
+        std::fs::read(self.path_for(key)?)
+    }
+
+    /// Every stored message as `(key, size in bytes, modification time)`, oldest first.
+    /// A missing directory is an empty outbox; unreadable entries are skipped.
+    pub fn list(&self) -> Vec<(String, u64, SystemTime)> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                if e.kind() != io::ErrorKind::NotFound {
+                    tracing::warn!(dir = %self.dir.display(), error = %e, "cannot list the outbox");
+                }
+                return Vec::new();
+            }
+        };
+        let mut out: Vec<(String, u64, SystemTime)> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let key = name.strip_suffix(EML)?;
+                if !valid_key(key) {
+                    return None;
+                }
+                let meta = entry.metadata().ok()?;
+                if !meta.is_file() {
+                    return None;
+                }
+                let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                Some((key.to_owned(), meta.len(), modified))
+            })
+            .collect();
+        out.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
+        out
+    }
+}
+
+/// tmp file in the same directory + write + fsync + rename + fsync(dir).
+fn write_atomic(dir: &Path, path: &Path, data: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let file_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let tmp = dir.join(format!(
+        ".{file_name}.{}.tmp",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+    };
+    let mut file = match open() {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir)?;
+            open()?
+        }
+        Err(e) => return Err(e),
+    };
+    let result = (|| {
+        file.write_all(data)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    // Make the rename itself durable. Directories cannot be opened for sync on every platform.
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// SMTP
+
+/// Default timeout for session setup (connect, TLS, EHLO, AUTH), for each NOOP, and per
+/// started MiB of a transaction.
+pub const SMTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Idle pooled connections older than this are closed instead of reused.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Upper bound for `max_connections`.
+pub const MAX_CONNECTIONS: usize = 10_000;
+
+/// How the connection to the relay is secured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmtpSecurity {
+    /// `smtp://` — plaintext connect, then STARTTLS, which must succeed.
+    StartTls,
+    /// `smtps://` — TLS from the first byte.
+    ImplicitTls,
+    /// `smtp://...?tls=none` — no TLS at all (local relay, test sink).
+    None,
+}
+
+/// A parsed relay URL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SmtpUrl {
+    pub security: SmtpSecurity,
+    pub host: String,
+    pub port: u16,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub helo: Option<String>,
+}
+
+impl fmt::Debug for SmtpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl SmtpUrl {
+    /// Parses `smtp://`, `smtps://` and `smtp://...?tls=none` URLs.
+    pub fn parse(input: &str) -> anyhow::Result<Self> {
+        // Never echo the input in errors: it may carry a password.
+        let url = url::Url::parse(input.trim()).map_err(|e| anyhow!("invalid SMTP URL: {e}"))?;
+        let mut tls_param: Option<String> = None;
+        let mut helo: Option<String> = None;
+        for (k, v) in url.query_pairs() {
+            match k.as_ref() {
+                "tls" => tls_param = Some(v.to_ascii_lowercase()),
+                "helo" => helo = Some(v.into_owned()),
+                other => bail!("unknown SMTP URL parameter {other:?} (known: tls, helo)"),
+            }
+        }
+        let security = match (url.scheme(), tls_param.as_deref()) {
+            ("smtp", None | Some("required" | "starttls")) => SmtpSecurity::StartTls,
+            ("smtp", Some("none")) => SmtpSecurity::None,
+            ("smtps", None | Some("wrapper" | "implicit")) => SmtpSecurity::ImplicitTls,
+            ("smtp" | "smtps", Some(other)) => {
+                bail!("unsupported tls={other:?} for {}://", url.scheme())
+            }
+            (scheme, _) => bail!("unsupported SMTP URL scheme {scheme:?} (smtp or smtps)"),
+        };
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| anyhow!("SMTP URL without a host"))?;
+        // `Url` keeps IPv6 literals bracketed; the socket layer wants them bare.
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = url.port().unwrap_or(match security {
+            SmtpSecurity::ImplicitTls => 465,
+            SmtpSecurity::StartTls | SmtpSecurity::None => 587,
+        });
+        let decode = |s: &str, what: &str| -> anyhow::Result<String> {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .map(|c| c.into_owned())
+                .map_err(|_| anyhow!("SMTP URL {what} is not valid UTF-8 once percent-decoded"))
+        };
+        let username = match url.username() {
+            "" => None,
+            u => Some(decode(u, "user")?),
+        };
+        let password = match url.password() {
+            Some(p) => Some(decode(p, "password")?),
+            None => None,
+        };
+        if password.is_some() && username.is_none() {
+            bail!("SMTP URL has a password but no user");
+        }
+        if url.path().len() > 1 && helo.is_none() {
+            helo = Some(url.path().trim_matches('/').to_owned());
+        }
+        if let Some(h) = &helo {
+            let ok = !h.is_empty()
+                && h.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'[' | b']' | b':')
+                });
+            if !ok {
+                bail!("invalid helo name {h:?}");
+            }
+        }
+        Ok(Self {
+            security,
+            host,
+            port,
+            username,
+            password,
+            helo,
+        })
+    }
+
+    /// The URL with the password replaced by `***`.
+    pub fn redacted(&self) -> String {
+        let scheme = match self.security {
+            SmtpSecurity::ImplicitTls => "smtps",
+            SmtpSecurity::StartTls | SmtpSecurity::None => "smtp",
+        };
+        let user = match (&self.username, &self.password) {
+            (Some(u), Some(_)) => format!("{u}:***@"),
+            (Some(u), None) => format!("{u}@"),
+            _ => String::new(),
+        };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let query = match self.security {
+            SmtpSecurity::None => "?tls=none",
+            _ => "",
+        };
+        format!("{scheme}://{user}{host}:{}{query}", self.port)
+    }
+}
+
+/// An SMTP relay: lettre's SMTP client under Herald's own connection pool.
+///
+/// Not lettre's `AsyncSmtpTransport` pool: measured here, a semaphore in front of it still let
+/// 6 connections open for a cap of 3 (its connections return to the pool from a spawned task,
+/// after the permit is released), and its async client has no timeout on commands, only on
+/// the TCP connect, so a silent server would hold a permit forever. Here a connection is owned
+/// by exactly one permit holder or parked idle, so open connections never exceed
+/// `max_connections`, and every step runs under a Tokio timeout.
+pub struct SmtpTransport {
+    url: SmtpUrl,
+    tls: Option<TlsParameters>,
+    hello: ClientId,
+    credentials: Option<Credentials>,
+    permits: Semaphore,
+    idle: Mutex<Vec<IdleConnection>>,
+    max_connections: usize,
+    timeout: Duration,
+}
+
+struct IdleConnection {
+    conn: AsyncSmtpConnection,
+    since: Instant,
+}
+
+impl fmt::Debug for SmtpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SmtpTransport")
+            .field("url", &self.url)
+            .field("max_connections", &self.max_connections)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a failure happened: setting up the session is never the message's fault.
+enum Stage {
+    Setup,
+    Send,
+}
+
+impl SmtpTransport {
+    /// A transport for the relay at `url`; at most `max_connections` (at least 1) concurrent
+    /// connections. No network I/O happens here and no runtime is needed.
+    pub fn from_url(url: &str, max_connections: usize) -> anyhow::Result<Self> {
+        let url = SmtpUrl::parse(url)?;
+        let max_connections = max_connections.clamp(1, MAX_CONNECTIONS);
+        let tls = match url.security {
+            SmtpSecurity::None => None,
+            SmtpSecurity::StartTls | SmtpSecurity::ImplicitTls => {
+                Some(TlsParameters::new(url.host.clone()).context("TLS parameters for the relay")?)
+            }
+        };
+        let hello = match &url.helo {
+            Some(h) => ClientId::Domain(h.clone()),
+            None => ClientId::default(),
+        };
+        let credentials = url
+            .username
+            .as_ref()
+            .map(|user| Credentials::new(user.clone(), url.password.clone().unwrap_or_default()));
+        Ok(Self {
+            url,
+            tls,
+            hello,
+            credentials,
+            permits: Semaphore::new(max_connections),
+            idle: Mutex::new(Vec::new()),
+            max_connections,
+            timeout: SMTP_TIMEOUT,
+        })
+    }
+
+    /// Replaces the [`SMTP_TIMEOUT`] default (setup, NOOP, and per MiB of a transaction).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The parsed relay URL.
+    pub fn url(&self) -> &SmtpUrl {
+        &self.url
+    }
+
+    /// For logs: redacted URL, security mode and the connection cap.
+    pub fn describe(&self) -> String {
+        let mode = match self.url.security {
+            SmtpSecurity::StartTls => "STARTTLS required",
+            SmtpSecurity::ImplicitTls => "implicit TLS",
+            SmtpSecurity::None => "plaintext",
+        };
+        format!(
+            "{} ({mode}, max {} connections)",
+            self.url.redacted(),
+            self.max_connections
+        )
+    }
+
+    /// Number of idle pooled connections (for metrics and tests).
+    pub fn idle_connections(&self) -> usize {
+        self.lock_idle().len()
+    }
+
+    /// Sends pre-built bytes with the given envelope.
+    pub async fn send(&self, envelope: &Envelope, raw: &[u8]) -> Result<String, TransportError> {
+        let lettre_envelope = to_lettre_envelope(envelope)?;
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| TransportError::Transient("SMTP transport closed".into()))?;
+        let mut conn = self.checkout().await?;
+        let limit = send_timeout(self.timeout, raw.len());
+        match tokio::time::timeout(limit, conn.send(&lettre_envelope, raw)).await {
+            Ok(Ok(response)) => {
+                let reply = reply_text(
+                    &response.code().to_string(),
+                    response.message().collect::<Vec<_>>().join(" "),
+                );
+                self.checkin(conn);
+                Ok(reply)
+            }
+            // lettre has already sent QUIT and closed the connection on any error.
+            Ok(Err(e)) => Err(classify(&e, Stage::Send, envelope, raw)),
+            // Dropping the connection closes it: its state mid-transaction is unknown.
+            Err(_) => Err(TransportError::Transient(format!(
+                "timed out after {limit:?} sending to {}",
+                self.url.redacted()
+            ))),
+        }
+    }
+
+    /// Closes the idle connections politely (QUIT). Sends in flight are not affected.
+    pub async fn close_idle(&self) {
+        let idle = std::mem::take(&mut *self.lock_idle());
+        for mut c in idle {
+            let _ = tokio::time::timeout(self.timeout, c.conn.quit()).await;
+        }
+    }
+
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<IdleConnection>> {
+        // The vector stays consistent even if a holder panicked: recover it.
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A live connection: a pooled one that answers NOOP, or a new one.
+    async fn checkout(&self) -> Result<AsyncSmtpConnection, TransportError> {
+        loop {
+            let parked = self.lock_idle().pop();
+            let Some(IdleConnection { mut conn, since }) = parked else {
+                break;
+            };
+            if since.elapsed() > POOL_IDLE_TIMEOUT {
+                let _ = tokio::time::timeout(self.timeout, conn.quit()).await;
+                continue;
+            }
+            if let Ok(true) = tokio::time::timeout(self.timeout, conn.test_connected()).await {
+                return Ok(conn);
+            }
+            // Broken or silent: drop it (closing the socket) and try the next one.
+        }
+        match tokio::time::timeout(self.timeout, self.connect()).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(classify(&e, Stage::Setup, &NO_ENVELOPE, b"")),
+            Err(_) => Err(TransportError::Transient(format!(
+                "timed out after {:?} connecting to {}",
+                self.timeout,
+                self.url.redacted()
+            ))),
+        }
+    }
+
+    fn checkin(&self, conn: AsyncSmtpConnection) {
+        if conn.has_broken() {
+            return;
+        }
+        let mut idle = self.lock_idle();
+        if idle.len() < self.max_connections {
+            idle.push(IdleConnection {
+                conn,
+                since: Instant::now(),
+            });
+        }
+    }
+
+    /// TCP (+ implicit TLS), greeting, EHLO, STARTTLS + EHLO when required, AUTH.
+    async fn connect(&self) -> Result<AsyncSmtpConnection, lettre::transport::smtp::Error> {
+        let wrapper = match self.url.security {
+            SmtpSecurity::ImplicitTls => self.tls.clone(),
+            SmtpSecurity::StartTls | SmtpSecurity::None => None,
+        };
+        let mut conn = AsyncSmtpConnection::connect_tokio1(
+            (self.url.host.as_str(), self.url.port),
+            Some(self.timeout),
+            &self.hello,
+            wrapper,
+            None,
+        )
+        .await?;
+        if let (SmtpSecurity::StartTls, Some(params)) = (self.url.security, &self.tls) {
+            // Fails when the server does not offer STARTTLS: never fall back to plaintext.
+            conn.starttls(params.clone(), &self.hello).await?;
+        }
+        if let Some(credentials) = &self.credentials
+            && let Err(e) = conn.auth(DEFAULT_MECHANISMS, credentials).await
+        {
+            conn.abort().await;
+            return Err(e);
+        }
+        Ok(conn)
+    }
+}
+
+static NO_ENVELOPE: Envelope = Envelope {
+    mail_from: String::new(),
+    rcpt_to: Vec::new(),
+};
+
+/// Time allowed for one transaction: `base` plus as much again per started MiB.
+fn send_timeout(base: Duration, len: usize) -> Duration {
+    let mib = u32::try_from(len / (1024 * 1024)).unwrap_or(u32::MAX / 2);
+    base.saturating_mul(mib.saturating_add(1))
+}
+
+fn to_lettre_envelope(envelope: &Envelope) -> Result<LettreEnvelope, TransportError> {
+    let parse = |a: &str| -> Result<Address, TransportError> {
+        a.trim()
+            .parse::<Address>()
+            .map_err(|e| TransportError::Permanent(format!("invalid envelope address {a:?}: {e}")))
+    };
+    let from = match envelope.mail_from.trim() {
+        "" => None,
+        a => Some(parse(a)?),
+    };
+    let to = envelope
+        .rcpt_to
+        .iter()
+        .map(|a| parse(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    LettreEnvelope::new(from, to)
+        .map_err(|e| TransportError::Permanent(format!("invalid envelope: {e}")))
+}
+
+fn reply_text(code: &str, message: String) -> String {
+    if message.is_empty() {
+        code.to_owned()
+    } else {
+        format!("{code} {message}")
+    }
+}
+
+/// Maps a lettre error to transient/permanent, keeping the server's reply when there is one.
+///
+/// During session setup (greeting, EHLO, STARTTLS, AUTH) every failure is transient, even a
+/// 5xx such as `535 5.7.8` bad credentials: it is the relay's or the configuration's problem,
+/// not the message's, and must not fail a whole campaign for good.
+fn classify(
+    e: &lettre::transport::smtp::Error,
+    stage: Stage,
+    envelope: &Envelope,
+    raw: &[u8],
+) -> TransportError {
+    if let Some(code) = e.status() {
+        let message = std::error::Error::source(e)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let reply = reply_text(&code.to_string(), message);
+        return match stage {
+            Stage::Send if e.is_permanent() => TransportError::Permanent(reply),
+            Stage::Send | Stage::Setup => TransportError::Transient(reply),
+        };
+    }
+    let text = error_chain(e);
+    // lettre refuses locally, before MAIL FROM, to send 8-bit data or UTF-8 addresses to a
+    // server without 8BITMIME / SMTPUTF8: the same message can never go to this relay.
+    let non_ascii_input = !raw.is_ascii()
+        || !envelope.mail_from.is_ascii()
+        || envelope.rcpt_to.iter().any(|a| !a.is_ascii());
+    if e.is_client() && non_ascii_input {
+        return TransportError::Permanent(text);
+    }
+    // Connection refused/reset, timeouts, TLS handshake failures, garbled replies, an
+    // unreachable relay or a relay missing STARTTLS: all may work on a later try.
+    TransportError::Transient(text)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_forms() {
+        let u = SmtpUrl::parse("smtp://user%40example.com:p%40ss%3Aw%2Fd@smtp.example.com:587")
+            .unwrap();
+        assert_eq!(u.security, SmtpSecurity::StartTls);
+        assert_eq!(u.host, "smtp.example.com");
+        assert_eq!(u.port, 587);
+        assert_eq!(u.username.as_deref(), Some("user@example.com"));
+        assert_eq!(u.password.as_deref(), Some("p@ss:w/d"));
+        assert_eq!(
+            u.redacted(),
+            "smtp://user@example.com:***@smtp.example.com:587"
+        );
+        assert!(!format!("{u:?}").contains("p@ss"));
+
+        let u = SmtpUrl::parse("smtps://AKIA:secret@email-smtp.eu-west-1.amazonaws.com").unwrap();
+        assert_eq!(u.security, SmtpSecurity::ImplicitTls);
+        assert_eq!(u.port, 465);
+
+        let u = SmtpUrl::parse("smtp://127.0.0.1:2525?tls=none").unwrap();
+        assert_eq!(u.security, SmtpSecurity::None);
+        assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 2525));
+        assert_eq!(u.username, None);
+        assert_eq!(u.redacted(), "smtp://127.0.0.1:2525?tls=none");
+
+        let u = SmtpUrl::parse("smtp://[::1]:25?tls=none&helo=mta.example.com").unwrap();
+        assert_eq!(u.host, "::1");
+        assert_eq!(u.helo.as_deref(), Some("mta.example.com"));
+
+        assert_eq!(SmtpUrl::parse("smtp://relay.local").unwrap().port, 587);
+
+        for bad in [
+            "http://host",
+            "smtp://",
+            "smtps://host?tls=none",
+            "smtp://host?tls=maybe",
+            "smtp://host?foo=bar",
+            "smtp://:secret@host",
+            "not a url",
+        ] {
+            assert!(SmtpUrl::parse(bad).is_err(), "{bad} accepted");
+        }
+        // Errors never contain the password.
+        let err = SmtpUrl::parse("smtp://u:hunter2@host?tls=maybe").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn describe_redacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transport::from_config(
+            Some("smtp://me:topsecret@smtp.example.com:587"),
+            dir.path(),
+            4,
+        )
+        .unwrap();
+        assert!(!t.is_local_outbox());
+        let d = t.describe();
+        assert!(
+            d.contains("smtp.example.com:587") && d.contains("***"),
+            "{d}"
+        );
+        assert!(!d.contains("topsecret"));
+        assert!(!format!("{t:?}").contains("topsecret"));
+
+        let t = Transport::from_config(None, &dir.path().join("out"), 4).unwrap();
+        assert!(t.is_local_outbox());
+        assert!(t.describe().starts_with("outbox:"));
+        assert!(dir.path().join("out").is_dir());
+
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Transport>();
+    }
+
+    #[test]
+    fn key_validation() {
+        for good in ["0192f00d-1111-7000-8000-000000000042", "a.b_c-d", "x"] {
+            assert!(valid_key(good), "{good}");
+        }
+        for bad in ["", ".hidden", "../etc/passwd", "a/b", "a\\b", "a b", "é"] {
+            assert!(!valid_key(bad), "{bad}");
+        }
+    }
+}

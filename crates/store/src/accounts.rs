@@ -1,0 +1,213 @@
+//! Users, projects, memberships and the project's API keys (secret keys only as hashes).
+
+use herald_core::ids::Uuid;
+use herald_core::time::Millis;
+use sqlx::{AssertSqlSafe, FromRow};
+
+use crate::{Store, StoreError, StoreResult};
+
+#[derive(Clone, Debug, FromRow)]
+pub struct User {
+    pub id: Uuid,
+    pub email: String,
+    pub password_hash: String,
+    pub created_at: Millis,
+}
+
+#[derive(Clone, Debug, FromRow)]
+pub struct Project {
+    pub id: Uuid,
+    pub name: String,
+    pub public_key: String,
+    pub secret_key_prefix: String,
+    pub tracking: String,
+    pub language: String,
+    pub disabled: bool,
+    pub disabled_reason: Option<String>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+/// A project with the caller's role in it.
+#[derive(Clone, Debug, FromRow)]
+pub struct Membership {
+    #[sqlx(flatten)]
+    pub project: Project,
+    pub role: String,
+}
+
+/// The keys of a project as stored: the public key in clear, the secret one hashed.
+#[derive(Clone, Debug)]
+pub struct StoredKeys {
+    pub public_key: String,
+    pub secret_key_hash: String,
+    pub secret_key_prefix: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ProjectChanges {
+    pub name: Option<String>,
+    pub tracking: Option<String>,
+    pub language: Option<String>,
+}
+
+const PROJECT_COLUMNS: &str = "id, name, public_key, secret_key_prefix, tracking, language, \
+     disabled, disabled_reason, created_at, updated_at";
+
+impl Store {
+    pub async fn create_user(&self, user: &User) -> StoreResult<()> {
+        write!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO users (id, email, password_hash, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $4)",
+            )
+            .bind(user.id)
+            .bind(&user.email)
+            .bind(&user.password_hash)
+            .bind(user.created_at)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    pub async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
+        let q = "SELECT id, email, password_hash, created_at FROM users WHERE email = $1";
+        Ok(read!(self, |pool| sqlx::query_as(q).bind(email).fetch_optional(pool).await?))
+    }
+
+    pub async fn user_by_id(&self, id: Uuid) -> StoreResult<Option<User>> {
+        let q = "SELECT id, email, password_hash, created_at FROM users WHERE id = $1";
+        Ok(read!(self, |pool| sqlx::query_as(q).bind(id).fetch_optional(pool).await?))
+    }
+
+    /// Creates a project with `owner` as its OWNER, in one transaction.
+    pub async fn create_project(
+        &self,
+        id: Uuid,
+        name: &str,
+        keys: &StoredKeys,
+        owner: Uuid,
+        now: Millis,
+    ) -> StoreResult<Project> {
+        let mut tx = self.begin().await?;
+        on_tx!(&mut tx, |conn| {
+            sqlx::query(
+                "INSERT INTO projects (id, name, public_key, secret_key_hash, secret_key_prefix, \
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
+            )
+            .bind(id)
+            .bind(name)
+            .bind(&keys.public_key)
+            .bind(&keys.secret_key_hash)
+            .bind(&keys.secret_key_prefix)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+            sqlx::query(
+                "INSERT INTO project_members (project_id, user_id, role, created_at) \
+                 VALUES ($1, $2, 'OWNER', $3)",
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+        });
+        tx.commit().await?;
+        self.project_by_id(id).await?.ok_or(StoreError::NotFound)
+    }
+
+    pub async fn project_by_id(&self, id: Uuid) -> StoreResult<Option<Project>> {
+        let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE id = $1");
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(id).fetch_optional(pool).await?))
+    }
+
+    pub async fn project_by_public_key(&self, key: &str) -> StoreResult<Option<Project>> {
+        let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE public_key = $1");
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(key).fetch_optional(pool).await?))
+    }
+
+    pub async fn project_by_secret_hash(&self, hash: &str) -> StoreResult<Option<Project>> {
+        let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE secret_key_hash = $1");
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(hash).fetch_optional(pool).await?))
+    }
+
+    pub async fn projects_of_user(&self, user: Uuid) -> StoreResult<Vec<Membership>> {
+        let q = "SELECT p.id, p.name, p.public_key, p.secret_key_prefix, p.tracking, p.language, \
+                 p.disabled, p.disabled_reason, p.created_at, p.updated_at, m.role \
+                 FROM projects p JOIN project_members m ON m.project_id = p.id \
+                 WHERE m.user_id = $1 ORDER BY p.id";
+        Ok(read!(self, |pool| sqlx::query_as(q).bind(user).fetch_all(pool).await?))
+    }
+
+    /// The role of `user` in `project`, if a member.
+    pub async fn member_role(&self, project: Uuid, user: Uuid) -> StoreResult<Option<String>> {
+        let q = "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2";
+        let role: Option<(String,)> = read!(self, |pool| {
+            sqlx::query_as(q).bind(project).bind(user).fetch_optional(pool).await?
+        });
+        Ok(role.map(|r| r.0))
+    }
+
+    pub async fn update_project(
+        &self,
+        id: Uuid,
+        changes: &ProjectChanges,
+        now: Millis,
+    ) -> StoreResult<Project> {
+        let q = "UPDATE projects SET name = COALESCE($2, name), tracking = COALESCE($3, tracking), \
+                 language = COALESCE($4, language), updated_at = $5 WHERE id = $1";
+        let done = write!(self, |pool| {
+            sqlx::query(q)
+                .bind(id)
+                .bind(&changes.name)
+                .bind(&changes.tracking)
+                .bind(&changes.language)
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if done == 0 {
+            return Err(StoreError::NotFound);
+        }
+        self.project_by_id(id).await?.ok_or(StoreError::NotFound)
+    }
+
+    /// Replaces both keys at once; the old ones stop working with this commit.
+    pub async fn replace_keys(&self, id: Uuid, keys: &StoredKeys, now: Millis) -> StoreResult<Project> {
+        let q = "UPDATE projects SET public_key = $2, secret_key_hash = $3, secret_key_prefix = $4, \
+                 updated_at = $5 WHERE id = $1";
+        let done = write!(self, |pool| {
+            sqlx::query(q)
+                .bind(id)
+                .bind(&keys.public_key)
+                .bind(&keys.secret_key_hash)
+                .bind(&keys.secret_key_prefix)
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if done == 0 {
+            return Err(StoreError::NotFound);
+        }
+        self.project_by_id(id).await?.ok_or(StoreError::NotFound)
+    }
+
+    /// Deletes a project and, by cascade, everything it owns.
+    pub async fn delete_project(&self, id: Uuid) -> StoreResult<()> {
+        let done = write!(self, |pool| {
+            sqlx::query("DELETE FROM projects WHERE id = $1")
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if done == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+}

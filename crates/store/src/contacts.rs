@@ -1,0 +1,382 @@
+//! Contacts: the write path (upsert and patch with the custom-field rules and subscription
+//! events, all in the caller's transaction) and the read paths (get, keyset list, lookup).
+
+use herald_core::fields::DataPatch;
+use herald_core::ids::{Uuid, new_id};
+use herald_core::time::Millis;
+use serde_json::{Map, Value, json};
+use sqlx::{AssertSqlSafe, FromRow};
+use sqlx::types::Json;
+
+use crate::engine::{Dialect, sql};
+use crate::{Store, StoreError, StoreResult, Tx};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contact {
+    pub id: Uuid,
+    pub email: String,
+    pub subscribed: bool,
+    pub data: Map<String, Value>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+#[derive(FromRow)]
+struct ContactRow {
+    id: Uuid,
+    email: String,
+    subscribed: bool,
+    data: Json<Map<String, Value>>,
+    created_at: Millis,
+    updated_at: Millis,
+}
+
+impl From<ContactRow> for Contact {
+    fn from(r: ContactRow) -> Self {
+        Contact {
+            id: r.id,
+            email: r.email,
+            subscribed: r.subscribed,
+            data: r.data.0,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+const COLUMNS: &str = "id, email, subscribed, data, created_at, updated_at";
+
+/// Create-or-update of a contact by email.
+pub struct ContactUpsert<'a> {
+    pub project_id: Uuid,
+    /// Already validated and normalised.
+    pub email: &'a str,
+    /// `None` keeps an existing contact's state and gives a new one `default_subscribed`.
+    pub subscribed: Option<bool>,
+    pub default_subscribed: bool,
+    pub patch: &'a DataPatch,
+    pub now: Millis,
+}
+
+#[derive(Clone, Debug)]
+pub struct UpsertOutcome {
+    pub contact: Contact,
+    pub is_new: bool,
+}
+
+/// A change to one contact by id.
+pub struct ContactUpdate<'a> {
+    pub email: Option<&'a str>,
+    pub subscribed: Option<bool>,
+    pub patch: &'a DataPatch,
+    pub now: Millis,
+}
+
+/// Event names of subscription flips.
+pub const SUBSCRIBED_EVENT: &str = "contact.subscribed";
+pub const UNSUBSCRIBED_EVENT: &str = "contact.unsubscribed";
+
+/// Upserts inside `tx`: merges data, records field types, and records `contact.subscribed` /
+/// `contact.unsubscribed` when an existing contact's state flips.
+pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult<UpsertOutcome> {
+    // Two rounds at most: an insert that loses a race to a concurrent one finds the row next.
+    for _ in 0..2 {
+        if let Some(existing) = select_by_email(tx, req.project_id, req.email).await? {
+            let contact = apply_update(
+                tx,
+                req.project_id,
+                existing,
+                &ContactUpdate {
+                    email: None,
+                    subscribed: req.subscribed,
+                    patch: req.patch,
+                    now: req.now,
+                },
+            )
+            .await?;
+            return Ok(UpsertOutcome {
+                contact,
+                is_new: false,
+            });
+        }
+        let mut data = Map::new();
+        req.patch.apply(&mut data);
+        let contact = Contact {
+            id: new_id(),
+            email: req.email.to_owned(),
+            subscribed: req.subscribed.unwrap_or(req.default_subscribed),
+            data,
+            created_at: req.now,
+            updated_at: req.now,
+        };
+        let inserted = on_tx!(tx, |conn| {
+            sqlx::query(
+                "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, email) DO NOTHING",
+            )
+            .bind(contact.id)
+            .bind(req.project_id)
+            .bind(&contact.email)
+            .bind(contact.subscribed)
+            .bind(Json(&contact.data))
+            .bind(req.now)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+        });
+        if inserted == 1 {
+            crate::fields::record_types(tx, req.project_id, req.patch, req.now).await?;
+            return Ok(UpsertOutcome {
+                contact,
+                is_new: true,
+            });
+        }
+    }
+    Err(StoreError::Conflict("contacts_project_email_key".into()))
+}
+
+/// Patches a contact by id inside `tx`. `Conflict` when the new email belongs to another contact.
+pub async fn update_contact(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+    change: &ContactUpdate<'_>,
+) -> StoreResult<Contact> {
+    let q = sql(
+        tx.dialect(),
+        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
+         WHERE project_id = $1 AND id = $2",
+        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
+         WHERE project_id = $1 AND id = $2 FOR UPDATE",
+    );
+    let row: Option<ContactRow> = on_tx!(tx, |conn| {
+        sqlx::query_as(q)
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?
+    });
+    let existing = row.ok_or(StoreError::NotFound)?.into();
+    apply_update(tx, project_id, existing, change).await
+}
+
+async fn select_by_email(tx: &mut Tx, project_id: Uuid, email: &str) -> StoreResult<Option<Contact>> {
+    let q = sql(
+        tx.dialect(),
+        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
+         WHERE project_id = $1 AND email = $2",
+        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
+         WHERE project_id = $1 AND email = $2 FOR UPDATE",
+    );
+    let row: Option<ContactRow> = on_tx!(tx, |conn| {
+        sqlx::query_as(q)
+            .bind(project_id)
+            .bind(email)
+            .fetch_optional(&mut *conn)
+            .await?
+    });
+    Ok(row.map(Contact::from))
+}
+
+async fn apply_update(
+    tx: &mut Tx,
+    project_id: Uuid,
+    mut contact: Contact,
+    change: &ContactUpdate<'_>,
+) -> StoreResult<Contact> {
+    let mut changed = change.patch.apply(&mut contact.data);
+    if let Some(email) = change.email {
+        if email != contact.email {
+            contact.email = email.to_owned();
+            changed = true;
+        }
+    }
+    let flipped = change.subscribed.filter(|s| *s != contact.subscribed);
+    if let Some(s) = flipped {
+        contact.subscribed = s;
+        changed = true;
+    }
+    if !changed {
+        return Ok(contact);
+    }
+    contact.updated_at = change.now;
+    on_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE contacts SET email = $3, subscribed = $4, data = $5, updated_at = $6 \
+             WHERE project_id = $1 AND id = $2",
+        )
+        .bind(project_id)
+        .bind(contact.id)
+        .bind(&contact.email)
+        .bind(contact.subscribed)
+        .bind(Json(&contact.data))
+        .bind(change.now)
+        .execute(&mut *conn)
+        .await?;
+    });
+    crate::fields::record_types(tx, project_id, change.patch, change.now).await?;
+    if let Some(s) = flipped {
+        let name = if s { SUBSCRIBED_EVENT } else { UNSUBSCRIBED_EVENT };
+        crate::events::insert_event(
+            tx,
+            project_id,
+            Some(contact.id),
+            name,
+            &json!({ "subscribed": s }),
+            change.now,
+        )
+        .await?;
+    }
+    Ok(contact)
+}
+
+/// One page of a keyset listing, newest first.
+pub struct ContactPage {
+    pub contacts: Vec<Contact>,
+    pub has_more: bool,
+}
+
+/// `%`, `_` and `\` in a user's search term match themselves.
+fn like_pattern(search: &str) -> String {
+    let mut p = String::with_capacity(search.len() + 2);
+    p.push('%');
+    for c in search.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
+impl Store {
+    /// Upserts in a transaction of its own.
+    pub async fn upsert_contact(&self, req: &ContactUpsert<'_>) -> StoreResult<UpsertOutcome> {
+        let mut tx = self.begin().await?;
+        let out = upsert_contact(&mut tx, req).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    pub async fn update_contact(
+        &self,
+        project_id: Uuid,
+        id: Uuid,
+        change: &ContactUpdate<'_>,
+    ) -> StoreResult<Contact> {
+        let mut tx = self.begin().await?;
+        let out = update_contact(&mut tx, project_id, id, change).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    pub async fn contact(&self, project_id: Uuid, id: Uuid) -> StoreResult<Option<Contact>> {
+        let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2");
+        let row: Option<ContactRow> = read!(self, |pool| {
+            sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id).bind(id).fetch_optional(pool).await?
+        });
+        Ok(row.map(Contact::from))
+    }
+
+    pub async fn contact_by_email(&self, project_id: Uuid, email: &str) -> StoreResult<Option<Contact>> {
+        let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND email = $2");
+        let row: Option<ContactRow> = read!(self, |pool| {
+            sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id).bind(email).fetch_optional(pool).await?
+        });
+        Ok(row.map(Contact::from))
+    }
+
+    /// Deletes a contact (its events go with it). False when there was none.
+    pub async fn delete_contact(&self, project_id: Uuid, id: Uuid) -> StoreResult<bool> {
+        let n = write!(self, |pool| {
+            sqlx::query("DELETE FROM contacts WHERE project_id = $1 AND id = $2")
+                .bind(project_id)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n > 0)
+    }
+
+    /// Contacts with ids below `before` (newest first), at most `limit`.
+    pub async fn list_contacts(
+        &self,
+        project_id: Uuid,
+        limit: u32,
+        before: Option<Uuid>,
+        search: Option<&str>,
+    ) -> StoreResult<ContactPage> {
+        let pattern = search.map(like_pattern);
+        let q = format!(
+            "SELECT {COLUMNS} FROM contacts WHERE project_id = $1 \
+             AND ($2 IS NULL OR id < $2) AND ($3 IS NULL OR email LIKE $3 ESCAPE '\\') \
+             ORDER BY id DESC LIMIT $4"
+        );
+        let q = if self.dialect() == Dialect::Postgres {
+            q.replace("$2 IS NULL", "$2::uuid IS NULL")
+                .replace("$3 IS NULL", "$3::text IS NULL")
+        } else {
+            q
+        };
+        let rows: Vec<ContactRow> = read!(self, |pool| {
+            sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .bind(before)
+                .bind(&pattern)
+                .bind(i64::from(limit) + 1)
+                .fetch_all(pool)
+                .await?
+        });
+        let has_more = rows.len() > limit as usize;
+        let contacts = rows.into_iter().take(limit as usize).map(Contact::from).collect();
+        Ok(ContactPage { contacts, has_more })
+    }
+
+    pub async fn count_contacts(&self, project_id: Uuid, search: Option<&str>) -> StoreResult<i64> {
+        let (n,): (i64,) = match search.map(like_pattern) {
+            None => read!(self, |pool| {
+                sqlx::query_as("SELECT count(*) FROM contacts WHERE project_id = $1")
+                    .bind(project_id)
+                    .fetch_one(pool)
+                    .await?
+            }),
+            Some(p) => read!(self, |pool| {
+                sqlx::query_as(
+                    "SELECT count(*) FROM contacts WHERE project_id = $1 AND email LIKE $2 ESCAPE '\\'",
+                )
+                .bind(project_id)
+                .bind(&p)
+                .fetch_one(pool)
+                .await?
+            }),
+        };
+        Ok(n)
+    }
+
+    /// The (email, id) of each given email that is a contact of the project.
+    pub async fn lookup_contacts(&self, project_id: Uuid, emails: &[String]) -> StoreResult<Vec<(String, Uuid)>> {
+        let q = sql(
+            self.dialect(),
+            "SELECT email, id FROM contacts WHERE project_id = $1 \
+             AND email IN (SELECT value FROM json_each($2))",
+            "SELECT email, id FROM contacts WHERE project_id = $1 \
+             AND email IN (SELECT jsonb_array_elements_text($2::jsonb))",
+        );
+        let list = Json(emails);
+        Ok(read!(self, |pool| {
+            sqlx::query_as(q).bind(project_id).bind(&list).fetch_all(pool).await?
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_pattern;
+
+    #[test]
+    fn like_pattern_escapes_wildcards() {
+        assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
+    }
+}

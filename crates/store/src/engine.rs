@@ -1,0 +1,235 @@
+//! The two engines behind one `Store`, and the macros that expand one query body for each.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
+
+#[derive(Clone)]
+pub(crate) enum Db {
+    Sqlite { read: SqlitePool, write: SqlitePool },
+    Postgres(PgPool),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) db: Db,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    pub max_connections: u32,
+    /// PostgreSQL only: the schema to use (tests give each run its own).
+    pub pg_schema: Option<String>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            pg_schema: None,
+        }
+    }
+}
+
+/// Runs `$body` with `$pool` bound to the reading pool of the engine.
+macro_rules! read {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.db {
+            $crate::engine::Db::Sqlite { read: $pool, .. } => $body,
+            $crate::engine::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$pool` bound to the writing pool of the engine.
+macro_rules! write {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.db {
+            $crate::engine::Db::Sqlite { write: $pool, .. } => $body,
+            $crate::engine::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs `$body` with `$conn` bound to the connection of an open transaction.
+macro_rules! on_tx {
+    ($tx:expr, |$conn:ident| $body:expr) => {
+        match $tx {
+            $crate::engine::Tx::Sqlite(t) => {
+                let $conn: &mut sqlx::SqliteConnection = &mut *t;
+                $body
+            }
+            $crate::engine::Tx::Postgres(t) => {
+                let $conn: &mut sqlx::PgConnection = &mut *t;
+                $body
+            }
+        }
+    };
+}
+
+/// Like `read!`, with a separate body per engine (for SQL or binds only one engine has).
+macro_rules! read_each {
+    ($store:expr, sqlite |$p1:ident| $b1:expr, postgres |$p2:ident| $b2:expr $(,)?) => {
+        match &$store.db {
+            $crate::engine::Db::Sqlite { read: $p1, .. } => $b1,
+            $crate::engine::Db::Postgres($p2) => $b2,
+        }
+    };
+}
+
+/// Like `on_tx!`, with a separate body per engine.
+macro_rules! on_tx_each {
+    ($tx:expr, sqlite |$c1:ident| $b1:expr, postgres |$c2:ident| $b2:expr $(,)?) => {
+        match $tx {
+            $crate::engine::Tx::Sqlite(t) => {
+                let $c1: &mut sqlx::SqliteConnection = &mut *t;
+                $b1
+            }
+            $crate::engine::Tx::Postgres(t) => {
+                let $c2: &mut sqlx::PgConnection = &mut *t;
+                $b2
+            }
+        }
+    };
+}
+
+/// An open write transaction. Work caused by a write joins the same transaction (outbox).
+pub enum Tx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+impl Tx {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Tx::Sqlite(_) => Dialect::Sqlite,
+            Tx::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    pub async fn commit(self) -> crate::StoreResult<()> {
+        match self {
+            Tx::Sqlite(t) => t.commit().await?,
+            Tx::Postgres(t) => t.commit().await?,
+        }
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Connects to `sqlite://path` (created if missing) or `postgres://...`.
+    pub async fn connect(url: &str, opts: &StoreOptions) -> anyhow::Result<Store> {
+        let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let mut connect = PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
+            if let Some(schema) = &opts.pg_schema {
+                connect = connect.options([("search_path", schema.as_str())]);
+            }
+            let pool = PgPoolOptions::new()
+                .max_connections(opts.max_connections)
+                .acquire_timeout(Duration::from_secs(30))
+                .connect_with(connect)
+                .await
+                .context("connecting to PostgreSQL")?;
+            Db::Postgres(pool)
+        } else if url.starts_with("sqlite:") {
+            let connect = SqliteConnectOptions::from_str(url)
+                .context("parsing the SQLite URL")?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(10))
+                .pragma("temp_store", "memory")
+                .pragma("cache_size", "-32000");
+            // One writer: SQLite allows one at a time anyway, and queueing in the pool is
+            // cheaper and fairer than retrying on SQLITE_BUSY.
+            let write = SqlitePoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(Duration::from_secs(60))
+                .connect_with(connect.clone())
+                .await
+                .context("opening the SQLite database")?;
+            let read = SqlitePoolOptions::new()
+                .max_connections(opts.max_connections.clamp(2, 8))
+                .acquire_timeout(Duration::from_secs(30))
+                .connect_with(connect.read_only(true))
+                .await
+                .context("opening the SQLite database for reading")?;
+            Db::Sqlite { read, write }
+        } else {
+            anyhow::bail!("unsupported database URL (expected sqlite:// or postgres://)");
+        };
+        Ok(Store { db })
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self.db {
+            Db::Sqlite { .. } => Dialect::Sqlite,
+            Db::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    pub fn engine_name(&self) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+        }
+    }
+
+    /// Applies the engine's migrations (idempotent).
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        match &self.db {
+            Db::Sqlite { write, .. } => sqlx::migrate!("./migrations/sqlite")
+                .run(write)
+                .await
+                .context("applying SQLite migrations")?,
+            Db::Postgres(pool) => sqlx::migrate!("./migrations/postgres")
+                .run(pool)
+                .await
+                .context("applying PostgreSQL migrations")?,
+        }
+        Ok(())
+    }
+
+    /// True when the database answers.
+    pub async fn ping(&self) -> bool {
+        read!(self, |pool| sqlx::query("SELECT 1").execute(pool).await.is_ok())
+    }
+
+    /// Starts a write transaction.
+    pub async fn begin(&self) -> crate::StoreResult<Tx> {
+        Ok(match &self.db {
+            Db::Sqlite { write, .. } => Tx::Sqlite(write.begin().await?),
+            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
+    }
+
+    pub async fn close(&self) {
+        match &self.db {
+            Db::Sqlite { read, write } => {
+                read.close().await;
+                write.close().await;
+            }
+            Db::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// Picks the statement text for the engine.
+pub(crate) fn sql(dialect: Dialect, sqlite: &'static str, postgres: &'static str) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => sqlite,
+        Dialect::Postgres => postgres,
+    }
+}

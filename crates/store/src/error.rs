@@ -1,0 +1,35 @@
+//! Store errors: "not found" and "conflict" are answers the API turns into 404 and 409; the
+//! rest are infrastructure failures.
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    /// A uniqueness constraint refused the write (the constraint or table named when known).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Db(sqlx::Error),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &e {
+            if db.is_unique_violation() {
+                let what = db
+                    .constraint()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| db.message().to_owned());
+                return StoreError::Conflict(what);
+            }
+        }
+        if matches!(e, sqlx::Error::RowNotFound) {
+            return StoreError::NotFound;
+        }
+        StoreError::Db(e)
+    }
+}

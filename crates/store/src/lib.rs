@@ -1,0 +1,21 @@
+//! Persistence for Herald on SQLite or PostgreSQL.
+//!
+//! One [`Store`] serves both engines. SQL is written once where the dialects agree (`$1`
+//! placeholders work on both) and per engine where they do not; each query body is expanded
+//! for both pool types by the `read!`, `write!` and `on_tx!` macros, so there is no `Any`
+//! driver and no per-backend copy of the business rules (those live in `herald-core`).
+//!
+//! SQLite runs with one writer connection and a pool of readers (WAL), so writes never fail
+//! with `SQLITE_BUSY`; PostgreSQL uses one pool for both.
+#![forbid(unsafe_code)]
+
+#[macro_use]
+mod engine;
+pub mod accounts;
+pub mod contacts;
+mod error;
+pub mod events;
+pub mod fields;
+
+pub use engine::{Dialect, Store, StoreOptions, Tx};
+pub use error::{StoreError, StoreResult};

@@ -1,0 +1,561 @@
+//! An SMTP server on `127.0.0.1` that records what it is sent, for tests of the sender.
+//!
+//! It speaks enough ESMTP for lettre's client: the 220 greeting, EHLO/HELO, AUTH PLAIN and
+//! LOGIN (any credentials pass), MAIL, RCPT, DATA, RSET, NOOP and QUIT, many messages per
+//! connection and many connections at once. Commands may be pipelined: replies are buffered
+//! and flushed whenever the client has nothing more waiting to be read.
+//!
+//! Invariants:
+//! - A message's `data` is every line between `DATA` and the terminating `.` line, with its
+//!   line endings exactly as sent and dot-stuffing removed (a leading `..` becomes `.`).
+//! - A message appears in [`SmtpSink::messages`] before its 250 reply is written, so a client
+//!   that saw 250 always finds its message recorded.
+//! - [`SmtpSink::attempts`] counts every completed DATA transfer, accepted or refused.
+//! - [`SmtpSink::stop`] returns only once the listener and every open connection are closed.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::{oneshot, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// One message accepted at the end of DATA.
+#[derive(Clone, Debug)]
+pub struct ReceivedMail {
+    /// The reverse path of `MAIL FROM`, without angle brackets (empty for the null sender).
+    pub mail_from: String,
+    /// The forward paths of every `RCPT TO`, without angle brackets, in order.
+    pub rcpt_to: Vec<String>,
+    /// The message bytes, dot-unstuffed, line endings as sent.
+    pub data: Vec<u8>,
+}
+
+/// How the sink answers at the end of DATA.
+#[derive(Clone, Debug)]
+pub enum SinkMode {
+    /// Reply 250 and record the message.
+    Accept,
+    /// Reply `451 4.3.0` for the next n messages, then accept.
+    TempFailNext(usize),
+    /// Reply `550 5.1.1` to every message.
+    RejectPermanent,
+}
+
+/// A running SMTP sink. Dropping it closes the listener; use [`SmtpSink::stop`] to also wait
+/// for the open connections to close.
+pub struct SmtpSink {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    server: tokio::sync::Mutex<Option<Server>>,
+}
+
+struct Server {
+    shutdown: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+struct Shared {
+    messages: Mutex<Vec<ReceivedMail>>,
+    /// The number of accepted messages, for `wait_for`.
+    accepted: watch::Sender<usize>,
+    mode: Mutex<SinkMode>,
+    attempts: AtomicUsize,
+}
+
+/// What to reply at the end of one DATA transfer.
+enum Verdict {
+    Accept,
+    TempFail,
+    Reject,
+}
+
+const LISTEN_BACKLOG: u32 = 1024;
+const READ_BUFFER: usize = 64 * 1024;
+const WRITE_BUFFER: usize = 8 * 1024;
+
+const EHLO_REPLY: &[u8] = b"250-localhost greets you\r\n\
+250-PIPELINING\r\n\
+250-8BITMIME\r\n\
+250-SIZE 104857600\r\n\
+250-AUTH PLAIN LOGIN\r\n\
+250-ENHANCEDSTATUSCODES\r\n\
+250 SMTPUTF8\r\n";
+
+impl SmtpSink {
+    /// Starts a sink on `127.0.0.1` at a free port, accepting every message.
+    pub async fn start() -> anyhow::Result<SmtpSink> {
+        let listener = listen(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+        let addr = listener
+            .local_addr()
+            .context("reading the SMTP sink's local address")?;
+        let (accepted, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            messages: Mutex::new(Vec::new()),
+            accepted,
+            mode: Mutex::new(SinkMode::Accept),
+            attempts: AtomicUsize::new(0),
+        });
+        let server = spawn_server(listener, shared.clone());
+        Ok(SmtpSink {
+            addr,
+            shared,
+            server: tokio::sync::Mutex::new(Some(server)),
+        })
+    }
+
+    /// The address the sink listens on (kept across [`SmtpSink::restart`]).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The relay URL for the sender: `smtp://127.0.0.1:PORT?tls=none`.
+    pub fn url(&self) -> String {
+        format!("smtp://{}:{}?tls=none", self.addr.ip(), self.addr.port())
+    }
+
+    /// The messages accepted so far, in the order their DATA completed.
+    pub fn messages(&self) -> Vec<ReceivedMail> {
+        lock(&self.shared.messages).clone()
+    }
+
+    /// Waits until at least `n` messages were accepted or `timeout` passed, and returns the
+    /// messages accepted by then (possibly fewer than `n`).
+    pub async fn wait_for(&self, n: usize, timeout: Duration) -> Vec<ReceivedMail> {
+        let mut accepted = self.shared.accepted.subscribe();
+        // The sender lives in `shared`, so the channel cannot close while we hold `self`.
+        let _ = tokio::time::timeout(timeout, accepted.wait_for(|count| *count >= n)).await;
+        self.messages()
+    }
+
+    /// Changes how the sink answers at the end of DATA, from the next message on.
+    pub fn set_mode(&self, mode: SinkMode) {
+        *lock(&self.shared.mode) = mode;
+    }
+
+    /// Stops listening and closes every open connection; clients then get connection refused.
+    pub async fn stop(&self) {
+        let server = self.server.lock().await.take();
+        if let Some(server) = server {
+            // The server task may already be gone; either way it ends below.
+            let _ = server.shutdown.send(());
+            if let Err(error) = server.task.await {
+                tracing::warn!(%error, "the SMTP sink's server task ended abnormally");
+            }
+        }
+    }
+
+    /// Listens again on the same port after [`SmtpSink::stop`] (a no-op while running).
+    pub async fn restart(&self) -> anyhow::Result<()> {
+        let mut server = self.server.lock().await;
+        if server.is_some() {
+            return Ok(());
+        }
+        // Binding can race with the kernel releasing the port; retry briefly.
+        let mut tries = 0;
+        let listener = loop {
+            match listen(self.addr) {
+                Ok(listener) => break listener,
+                Err(error) if tries < 50 => {
+                    tries += 1;
+                    tracing::debug!(%error, "rebinding the SMTP sink, retrying");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(error) => return Err(error),
+            }
+        };
+        *server = Some(spawn_server(listener, self.shared.clone()));
+        Ok(())
+    }
+
+    /// How many DATA transfers completed, whatever the reply (accepted, 451 or 550).
+    pub fn attempts(&self) -> usize {
+        self.shared.attempts.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.get_mut().take() {
+            server.task.abort();
+        }
+    }
+}
+
+impl Shared {
+    /// Counts one DATA transfer and decides its reply from the current mode.
+    fn verdict(&self) -> Verdict {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        let mut mode = lock(&self.mode);
+        match *mode {
+            SinkMode::Accept => Verdict::Accept,
+            SinkMode::RejectPermanent => Verdict::Reject,
+            SinkMode::TempFailNext(0) => {
+                *mode = SinkMode::Accept;
+                Verdict::Accept
+            }
+            SinkMode::TempFailNext(n) => {
+                *mode = if n == 1 {
+                    SinkMode::Accept
+                } else {
+                    SinkMode::TempFailNext(n - 1)
+                };
+                Verdict::TempFail
+            }
+        }
+    }
+
+    fn record(&self, mail: ReceivedMail) {
+        let count = {
+            let mut messages = lock(&self.messages);
+            messages.push(mail);
+            messages.len()
+        };
+        self.accepted.send_replace(count);
+    }
+}
+
+/// Locks a mutex, ignoring poisoning (a panicking test thread must not hide the data).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn listen(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    let socket = TcpSocket::new_v4().context("creating the SMTP sink's socket")?;
+    socket
+        .set_reuseaddr(true)
+        .context("setting SO_REUSEADDR on the SMTP sink's socket")?;
+    socket
+        .bind(addr)
+        .with_context(|| format!("binding the SMTP sink to {addr}"))?;
+    socket
+        .listen(LISTEN_BACKLOG)
+        .with_context(|| format!("listening on {addr}"))
+}
+
+fn spawn_server(listener: TcpListener, shared: Arc<Shared>) -> Server {
+    let (shutdown, shutdown_rx) = oneshot::channel();
+    let task = tokio::spawn(serve(listener, shared, shutdown_rx));
+    Server { shutdown, task }
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(handle_connection(stream, shared.clone()));
+                }
+                Err(error) => {
+                    // Usually EMFILE under load; back off instead of spinning.
+                    tracing::warn!(%error, "the SMTP sink could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    connections.shutdown().await;
+}
+
+async fn handle_connection(stream: TcpStream, shared: Arc<Shared>) {
+    // Replies are tiny; Nagle would only delay them.
+    let _ = stream.set_nodelay(true);
+    let (read, write) = stream.into_split();
+    let mut session = Session {
+        reader: BufReader::with_capacity(READ_BUFFER, read),
+        writer: BufWriter::with_capacity(WRITE_BUFFER, write),
+        shared,
+    };
+    if let Err(error) = session.run().await {
+        tracing::debug!(%error, "an SMTP sink connection ended with an error");
+    }
+}
+
+struct Session<R, W> {
+    reader: BufReader<R>,
+    writer: BufWriter<W>,
+    shared: Arc<Shared>,
+}
+
+/// The envelope being built by MAIL and RCPT.
+#[derive(Default)]
+struct Transaction {
+    mail_from: Option<String>,
+    rcpt_to: Vec<String>,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
+    async fn run(&mut self) -> std::io::Result<()> {
+        self.writer
+            .write_all(b"220 localhost ESMTP Herald test sink\r\n")
+            .await?;
+        self.writer.flush().await?;
+
+        let mut line = Vec::with_capacity(512);
+        let mut transaction = Transaction::default();
+        loop {
+            line.clear();
+            if self.reader.read_until(b'\n', &mut line).await? == 0 {
+                return Ok(());
+            }
+            let command = trim_line_end(&line);
+            let verb = verb_of(command);
+            let argument = argument_of(command);
+            match &verb {
+                b"EHLO" => {
+                    transaction = Transaction::default();
+                    self.writer.write_all(EHLO_REPLY).await?;
+                }
+                b"HELO" => {
+                    transaction = Transaction::default();
+                    self.writer.write_all(b"250 localhost\r\n").await?;
+                }
+                b"AUTH" => self.auth(argument).await?,
+                b"MAIL" => match path_after(argument, b"FROM:") {
+                    Some(path) => {
+                        transaction = Transaction {
+                            mail_from: Some(path),
+                            rcpt_to: Vec::new(),
+                        };
+                        self.writer.write_all(b"250 2.1.0 Ok\r\n").await?;
+                    }
+                    None => self.reply_syntax_error().await?,
+                },
+                b"RCPT" => match path_after(argument, b"TO:") {
+                    Some(_) if transaction.mail_from.is_none() => {
+                        self.writer
+                            .write_all(b"503 5.5.1 Error: need MAIL command\r\n")
+                            .await?;
+                    }
+                    Some(path) => {
+                        transaction.rcpt_to.push(path);
+                        self.writer.write_all(b"250 2.1.5 Ok\r\n").await?;
+                    }
+                    None => self.reply_syntax_error().await?,
+                },
+                b"DATA" => {
+                    let transaction = std::mem::take(&mut transaction);
+                    self.data(transaction).await?;
+                }
+                b"RSET" => {
+                    transaction = Transaction::default();
+                    self.writer.write_all(b"250 2.0.0 Ok\r\n").await?;
+                }
+                b"NOOP" => self.writer.write_all(b"250 2.0.0 Ok\r\n").await?,
+                b"VRFY" => {
+                    self.writer
+                        .write_all(b"252 2.5.0 Cannot VRFY user\r\n")
+                        .await?;
+                }
+                b"QUIT" => {
+                    self.writer.write_all(b"221 2.0.0 Bye\r\n").await?;
+                    self.writer.flush().await?;
+                    return self.writer.shutdown().await;
+                }
+                _ => {
+                    self.writer
+                        .write_all(b"502 5.5.2 Error: command not recognized\r\n")
+                        .await?;
+                }
+            }
+            self.flush_unless_pipelined().await?;
+        }
+    }
+
+    /// Flushes replies unless more pipelined commands are already buffered.
+    async fn flush_unless_pipelined(&mut self) -> std::io::Result<()> {
+        if self.reader.buffer().is_empty() {
+            self.writer.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn reply_syntax_error(&mut self) -> std::io::Result<()> {
+        self.writer
+            .write_all(b"501 5.5.4 Syntax error in parameters\r\n")
+            .await
+    }
+
+    /// AUTH PLAIN and LOGIN, with or without an initial response; any credentials pass.
+    async fn auth(&mut self, argument: &[u8]) -> std::io::Result<()> {
+        let mut parts = argument
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|part| !part.is_empty());
+        let mechanism = parts.next().unwrap_or_default().to_ascii_uppercase();
+        let initial = parts.next();
+        let challenges: &[&[u8]] = match (mechanism.as_slice(), initial) {
+            (b"PLAIN", Some(_)) => &[],
+            (b"PLAIN", None) => &[b"334 \r\n"],
+            // "VXNlcm5hbWU6" and "UGFzc3dvcmQ6" are base64 of "Username:" and "Password:".
+            (b"LOGIN", Some(_)) => &[b"334 UGFzc3dvcmQ6\r\n"],
+            (b"LOGIN", None) => &[b"334 VXNlcm5hbWU6\r\n", b"334 UGFzc3dvcmQ6\r\n"],
+            _ => {
+                return self
+                    .writer
+                    .write_all(b"504 5.5.4 Unrecognized authentication type\r\n")
+                    .await;
+            }
+        };
+        let mut answer = Vec::new();
+        for challenge in challenges {
+            self.writer.write_all(challenge).await?;
+            self.writer.flush().await?;
+            answer.clear();
+            if self.reader.read_until(b'\n', &mut answer).await? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            if trim_line_end(&answer) == b"*" {
+                return self
+                    .writer
+                    .write_all(b"501 5.7.0 Authentication cancelled\r\n")
+                    .await;
+            }
+        }
+        self.writer
+            .write_all(b"235 2.7.0 Authentication successful\r\n")
+            .await
+    }
+
+    /// Handles DATA: checks the envelope, reads the message, replies from the current mode.
+    async fn data(&mut self, transaction: Transaction) -> std::io::Result<()> {
+        let Some(mail_from) = transaction.mail_from else {
+            return self
+                .writer
+                .write_all(b"503 5.5.1 Error: need MAIL command\r\n")
+                .await;
+        };
+        if transaction.rcpt_to.is_empty() {
+            return self
+                .writer
+                .write_all(b"554 5.5.1 Error: no valid recipients\r\n")
+                .await;
+        }
+        self.writer
+            .write_all(b"354 End data with <CR><LF>.<CR><LF>\r\n")
+            .await?;
+        self.writer.flush().await?;
+
+        let data = self.read_data().await?;
+        match self.shared.verdict() {
+            Verdict::Accept => {
+                self.shared.record(ReceivedMail {
+                    mail_from,
+                    rcpt_to: transaction.rcpt_to,
+                    data,
+                });
+                self.writer.write_all(b"250 2.0.0 Ok: queued\r\n").await
+            }
+            Verdict::TempFail => {
+                self.writer
+                    .write_all(b"451 4.3.0 Temporary failure, try again later\r\n")
+                    .await
+            }
+            Verdict::Reject => {
+                self.writer
+                    .write_all(b"550 5.1.1 Recipient address rejected: user unknown\r\n")
+                    .await
+            }
+        }
+    }
+
+    /// Reads message lines up to the lone `.` line, removing dot-stuffing.
+    async fn read_data(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut data = Vec::with_capacity(4096);
+        loop {
+            let start = data.len();
+            if self.reader.read_until(b'\n', &mut data).await? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let line = &data[start..];
+            if line.first() == Some(&b'.') {
+                if line == b".\r\n" || line == b".\n" {
+                    data.truncate(start);
+                    return Ok(data);
+                }
+                data.remove(start);
+            }
+        }
+    }
+}
+
+fn trim_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The command verb, upper-cased, padded with spaces when shorter than four bytes.
+fn verb_of(command: &[u8]) -> [u8; 4] {
+    let mut verb = [b' '; 4];
+    let end = command
+        .iter()
+        .position(|b| *b == b' ')
+        .unwrap_or(command.len());
+    if end == 4 {
+        for (slot, byte) in verb.iter_mut().zip(command) {
+            *slot = byte.to_ascii_uppercase();
+        }
+    }
+    verb
+}
+
+fn argument_of(command: &[u8]) -> &[u8] {
+    command.get(5..).unwrap_or_default()
+}
+
+/// The path of `FROM:<a@b> PARAMS` or `TO:<a@b>`, without brackets; `None` on bad syntax.
+fn path_after(argument: &[u8], keyword: &[u8]) -> Option<String> {
+    let head = argument.get(..keyword.len())?;
+    if !head.eq_ignore_ascii_case(keyword) {
+        return None;
+    }
+    let rest = argument[keyword.len()..].trim_ascii_start();
+    let path = if let Some(inner) = rest.strip_prefix(b"<") {
+        let end = inner.iter().position(|b| *b == b'>')?;
+        &inner[..end]
+    } else {
+        let end = rest.iter().position(|b| *b == b' ').unwrap_or(rest.len());
+        &rest[..end]
+    };
+    Some(String::from_utf8_lossy(path).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_paths_with_and_without_brackets() {
+        assert_eq!(
+            path_after(b"FROM:<a@b.test> BODY=8BITMIME", b"FROM:").as_deref(),
+            Some("a@b.test")
+        );
+        assert_eq!(
+            path_after(b"from: <a@b.test>", b"FROM:").as_deref(),
+            Some("a@b.test")
+        );
+        assert_eq!(path_after(b"FROM:<>", b"FROM:").as_deref(), Some(""));
+        assert_eq!(
+            path_after(b"TO:c@d.test", b"TO:").as_deref(),
+            Some("c@d.test")
+        );
+        assert_eq!(path_after(b"FROM <a@b.test>", b"FROM:"), None);
+    }
+
+    #[test]
+    fn verbs_are_case_insensitive_and_exact() {
+        assert_eq!(&verb_of(b"ehlo client"), b"EHLO");
+        assert_eq!(&verb_of(b"QUIT"), b"QUIT");
+        assert_eq!(&verb_of(b"QUITX"), b"    ");
+        assert_eq!(&verb_of(b""), b"    ");
+    }
+}
