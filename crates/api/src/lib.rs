@@ -32,6 +32,11 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::contacts::router())
         .merge(routes::fields::router())
         .merge(routes::events::router())
+        .merge(routes::domains::router())
+        .merge(routes::activity::router())
+        .merge(routes::templates::router())
+        .merge(routes::send::router())
+        .merge(routes::emails::router())
         .split_for_parts()
 }
 
@@ -52,4 +57,53 @@ pub fn router(state: AppState) -> Router {
     .layer(CatchPanicLayer::custom(envelope::panic_response))
     .layer(middleware::from_fn(envelope::envelope))
     .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::{Body, to_bytes};
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn boom() -> &'static str {
+        panic!("secret detail")
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_a_500_envelope_without_the_panic_message() {
+        let app: Router = Router::new()
+            .route("/boom", get(boom))
+            .layer(CatchPanicLayer::custom(envelope::panic_response))
+            .layer(middleware::from_fn(envelope::envelope));
+        let req = Request::builder()
+            .uri("/boom")
+            .body(Body::empty())
+            .expect("request");
+        let res = app.oneshot(req).await.expect("infallible");
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let request_id = res
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .expect("X-Request-Id");
+        assert_eq!(
+            res.headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json")
+        );
+        let bytes = to_bytes(res.into_body(), 64 * 1024).await.expect("body");
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("secret detail"), "{text}");
+        assert!(!text.contains("panicked"), "{text}");
+        let body: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON body");
+        assert_eq!(body["success"], false);
+        assert_eq!(body["error"]["code"], "INTERNAL_SERVER_ERROR");
+        assert_eq!(body["error"]["statusCode"], 500);
+        assert_eq!(body["error"]["requestId"], request_id.as_str());
+        assert_eq!(body["message"], body["error"]["message"]);
+    }
 }

@@ -3,6 +3,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
+use herald_engine::Engine;
 use herald_store::Store;
 
 use crate::auth::session::SessionKeys;
@@ -20,6 +21,7 @@ pub struct ApiSettings {
 
 pub struct Inner {
     pub store: Store,
+    pub engine: Engine,
     pub settings: ApiSettings,
     pub limiter: RateLimiter,
     pub sessions: SessionKeys,
@@ -36,10 +38,11 @@ impl Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(store: Store, settings: ApiSettings, secret: &[u8]) -> Self {
+    pub fn new(store: Store, engine: Engine, settings: ApiSettings, secret: &[u8]) -> Self {
         let secure = settings.public_url.starts_with("https://");
         AppState(Arc::new(Inner {
             store,
+            engine,
             limiter: RateLimiter::new(settings.rate_limit_per_minute),
             sessions: SessionKeys::new(secret, secure),
             settings,

@@ -1,1 +1,83 @@
-//! (being written)
+//! Herald's workers and use-case services that need more than the database: sender domains
+//! (DKIM keys, DNS verification, the periodic re-check) and the delivery pipeline (send queue,
+//! MIME, DKIM signing, transports). The API calls into an [`Engine`]; `herald serve` also
+//! starts its background workers, which stop cleanly on shutdown.
+#![forbid(unsafe_code)]
+
+pub mod domains;
+pub mod send;
+pub mod settings;
+pub mod throttle;
+
+use std::sync::Arc;
+
+use herald_mail::dns::DnsChecker;
+use herald_mail::seal::Sealer;
+use herald_mail::transport::Transport;
+use herald_store::Store;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub use settings::EngineSettings;
+
+pub struct EngineInner {
+    pub store: Store,
+    pub settings: EngineSettings,
+    /// Seals DKIM private keys at rest (key derived from the server secret).
+    pub sealer: Sealer,
+    pub dns: DnsChecker,
+    pub transport: Transport,
+    pub throttle: throttle::Throttle,
+    /// Wakes the delivery worker when a send is queued on this node.
+    pub wake: tokio::sync::Notify,
+}
+
+/// Shared handle to the services; cheap to clone.
+#[derive(Clone)]
+pub struct Engine(pub Arc<EngineInner>);
+
+impl std::ops::Deref for Engine {
+    type Target = EngineInner;
+    fn deref(&self) -> &EngineInner {
+        &self.0
+    }
+}
+
+impl Engine {
+    pub fn new(store: Store, settings: EngineSettings, secret: &[u8]) -> anyhow::Result<Engine> {
+        let dns = DnsChecker::new(settings.dns_resolver, settings.dns_timeout)?;
+        let transport = Transport::from_config(
+            settings.smtp_url.as_deref(),
+            &settings.outbox_dir,
+            settings.smtp_max_connections,
+        )?;
+        Ok(Engine(Arc::new(EngineInner {
+            store,
+            sealer: Sealer::from_secret(secret, "dkim-private-keys"),
+            dns,
+            transport,
+            throttle: throttle::Throttle::new(settings.send_rate_per_second),
+            wake: tokio::sync::Notify::new(),
+            settings,
+        })))
+    }
+
+    /// Starts the background workers; they stop when `shutdown` turns true.
+    pub fn spawn_workers(&self, shutdown: watch::Receiver<bool>) -> JoinSet<()> {
+        let mut set = JoinSet::new();
+        set.spawn(domains::run_periodic_checks(self.clone(), shutdown.clone()));
+        set.spawn(send::worker::run_sender(self.clone(), shutdown));
+        set
+    }
+}
+
+/// Waits until `shutdown` is true or `d` has passed; true when shutting down.
+pub async fn sleep_or_shutdown(shutdown: &mut watch::Receiver<bool>, d: std::time::Duration) -> bool {
+    if *shutdown.borrow() {
+        return true;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(d) => *shutdown.borrow(),
+        r = shutdown.changed() => r.is_err() || *shutdown.borrow(),
+    }
+}

@@ -6,6 +6,7 @@ use std::future::Future;
 
 use anyhow::Context;
 use herald_api::{ApiSettings, AppState};
+use herald_engine::Engine;
 use herald_store::{Store, StoreOptions};
 use tokio::net::TcpListener;
 
@@ -15,6 +16,8 @@ pub struct Application {
     listener: TcpListener,
     router: axum::Router,
     store: Store,
+    engine: Engine,
+    workers: bool,
     port: u16,
 }
 
@@ -41,7 +44,8 @@ impl Application {
             public_url: config.public_url.clone(),
             max_body_bytes: config.max_body_bytes,
         };
-        let state = AppState::new(store.clone(), settings, &secret);
+        let engine = Engine::new(store.clone(), config.engine_settings(), &secret)?;
+        let state = AppState::new(store.clone(), engine.clone(), settings, &secret);
         let router = herald_api::router(state);
         let listener = TcpListener::bind(&config.listen)
             .await
@@ -60,6 +64,8 @@ impl Application {
             listener,
             router,
             store,
+            engine,
+            workers: config.workers,
             port,
         })
     }
@@ -72,13 +78,29 @@ impl Application {
         &self.store
     }
 
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Serves HTTP and runs the workers until `shutdown` resolves; then stops taking requests,
+    /// lets the workers finish the job in hand, and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut workers = if self.workers {
+            self.engine.spawn_workers(stop_rx)
+        } else {
+            tokio::task::JoinSet::new()
+        };
+        let served = axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stop_tx.send(true);
+            })
             .await
-            .context("serving HTTP")?;
+            .context("serving HTTP");
+        while workers.join_next().await.is_some() {}
         self.store.close().await;
-        Ok(())
+        served
     }
 }
 

@@ -32,6 +32,31 @@ pub struct Config {
     /// Largest request body for ordinary endpoints, in bytes.
     pub max_body_bytes: usize,
     pub database_max_connections: u32,
+    /// Run the background workers (send queue, domain checks) in this process.
+    pub workers: bool,
+    /// The SPF mechanism sender domains must publish (default `a:<public host>`).
+    pub spf_mechanism: String,
+    /// Host receiving bounces; when set, domains also get an MX record for it.
+    pub return_path_host: Option<String>,
+    /// DKIM selector prefix; each domain gets the prefix plus 8 random hex characters.
+    pub dkim_selector_prefix: String,
+    /// Seconds between background re-checks of every domain's DNS records.
+    pub domain_check_interval_secs: f64,
+    /// Seconds one DNS query may take.
+    pub dns_timeout_secs: f64,
+    /// Most concurrent connections to the SMTP relay.
+    pub smtp_max_connections: usize,
+    /// Messages per second per project (0 = unlimited), so a relay quota is never overrun.
+    pub send_rate_per_second: u32,
+    /// Concurrent deliveries of this node.
+    pub send_concurrency: usize,
+    /// Delivery attempts before a message fails for good.
+    pub send_max_attempts: u32,
+    /// First retry delay in seconds (doubled for each further attempt).
+    pub send_retry_base_secs: f64,
+    /// Seconds a claimed send job is reserved for its worker (extended while sending); after
+    /// a crash, unfinished sends are taken up again once it expires.
+    pub send_lease_secs: f64,
 }
 
 impl Default for Config {
@@ -49,6 +74,18 @@ impl Default for Config {
             disable_signups: false,
             max_body_bytes: 1024 * 1024,
             database_max_connections: 16,
+            workers: true,
+            spf_mechanism: String::new(),
+            return_path_host: None,
+            dkim_selector_prefix: "herald".into(),
+            domain_check_interval_secs: 300.0,
+            dns_timeout_secs: 5.0,
+            smtp_max_connections: 8,
+            send_rate_per_second: 0,
+            send_concurrency: 16,
+            send_max_attempts: 8,
+            send_retry_base_secs: 30.0,
+            send_lease_secs: 60.0,
         }
     }
 }
@@ -119,6 +156,44 @@ impl Config {
         if let Some(v) = get("HERALD_MAX_BODY_BYTES") {
             self.max_body_bytes = num("HERALD_MAX_BODY_BYTES", v)?.try_into()?;
         }
+        let float = |k: &str, v: String| -> anyhow::Result<f64> {
+            let f: f64 = v.trim().parse().with_context(|| format!("{k} must be a number"))?;
+            anyhow::ensure!(f.is_finite() && f >= 0.0, "{k} must be a positive number");
+            Ok(f)
+        };
+        if let Some(v) = get("HERALD_SPF_MECHANISM") {
+            self.spf_mechanism = v;
+        }
+        if let Some(v) = get("HERALD_RETURN_PATH_HOST") {
+            self.return_path_host = Some(v).filter(|s| !s.is_empty());
+        }
+        if let Some(v) = get("HERALD_DKIM_SELECTOR_PREFIX") {
+            self.dkim_selector_prefix = v;
+        }
+        if let Some(v) = get("HERALD_DOMAIN_CHECK_INTERVAL_SECS") {
+            self.domain_check_interval_secs = float("HERALD_DOMAIN_CHECK_INTERVAL_SECS", v)?;
+        }
+        if let Some(v) = get("HERALD_DNS_TIMEOUT_SECS") {
+            self.dns_timeout_secs = float("HERALD_DNS_TIMEOUT_SECS", v)?;
+        }
+        if let Some(v) = get("HERALD_SMTP_MAX_CONNECTIONS") {
+            self.smtp_max_connections = num("HERALD_SMTP_MAX_CONNECTIONS", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_SEND_RATE_PER_SECOND") {
+            self.send_rate_per_second = num("HERALD_SEND_RATE_PER_SECOND", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_SEND_CONCURRENCY") {
+            self.send_concurrency = num("HERALD_SEND_CONCURRENCY", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_SEND_MAX_ATTEMPTS") {
+            self.send_max_attempts = num("HERALD_SEND_MAX_ATTEMPTS", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_SEND_RETRY_BASE_SECS") {
+            self.send_retry_base_secs = float("HERALD_SEND_RETRY_BASE_SECS", v)?;
+        }
+        if let Some(v) = get("HERALD_SEND_LEASE_SECS") {
+            self.send_lease_secs = float("HERALD_SEND_LEASE_SECS", v)?;
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections = num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
         }
@@ -134,7 +209,41 @@ impl Config {
             self.public_url = format!("http://{}", self.listen);
         }
         self.public_url = self.public_url.trim_end_matches('/').to_owned();
+        if self.spf_mechanism.is_empty() {
+            let host = self
+                .public_url
+                .split("://")
+                .nth(1)
+                .unwrap_or("")
+                .split(['/', ':'])
+                .next()
+                .unwrap_or("");
+            self.spf_mechanism = format!("a:{host}");
+        }
         self
+    }
+
+    /// The engine's part of the configuration.
+    pub fn engine_settings(&self) -> herald_engine::EngineSettings {
+        use std::time::Duration;
+        let secs = |f: f64| Duration::from_secs_f64(f.max(0.001));
+        herald_engine::EngineSettings {
+            public_url: self.public_url.clone(),
+            dkim_selector_prefix: self.dkim_selector_prefix.clone(),
+            spf_mechanism: self.spf_mechanism.clone(),
+            return_path_host: self.return_path_host.clone(),
+            domain_check_interval: secs(self.domain_check_interval_secs),
+            dns_resolver: self.dns_resolver,
+            dns_timeout: secs(self.dns_timeout_secs),
+            smtp_url: self.smtp_url.clone(),
+            outbox_dir: self.data_dir.join("outbox"),
+            smtp_max_connections: self.smtp_max_connections.max(1),
+            send_rate_per_second: self.send_rate_per_second,
+            send_concurrency: self.send_concurrency.max(1),
+            send_max_attempts: self.send_max_attempts.max(1),
+            send_retry_base: secs(self.send_retry_base_secs),
+            send_lease: secs(self.send_lease_secs.max(1.0)),
+        }
     }
 
     /// The signing secret: configured, or read from (and first generated into) the data directory.

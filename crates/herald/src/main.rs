@@ -24,6 +24,12 @@ enum Command {
     Migrate,
     /// Print the effective configuration (secrets redacted).
     Config,
+    /// List the messages kept by the local outbox transport, or print one (`--show ID`).
+    Outbox {
+        /// Print the raw message with this id.
+        #[arg(long)]
+        show: Option<String>,
+    },
 }
 
 #[tokio::main]
@@ -46,6 +52,25 @@ async fn main() -> anyhow::Result<()> {
             println!("migrations applied ({} database {})", store.engine_name(), config.database_description());
         }
         Command::Config => print!("{}", config.redacted_toml()),
+        Command::Outbox { show } => outbox(&config, show.as_deref())?,
+    }
+    Ok(())
+}
+
+fn outbox(config: &Config, show: Option<&str>) -> anyhow::Result<()> {
+    let outbox = herald_mail::transport::OutboxTransport::new(config.data_dir.join("outbox"));
+    if let Some(id) = show {
+        let bytes = outbox.read(id).map_err(|e| anyhow::anyhow!("reading message {id}: {e}"))?;
+        use std::io::Write;
+        std::io::stdout().write_all(&bytes)?;
+        return Ok(());
+    }
+    let mut entries = outbox.list();
+    entries.sort_by_key(|(_, _, at)| *at);
+    println!("{} message(s) in {}", entries.len(), outbox.dir().display());
+    for (id, size, at) in entries {
+        let at: chrono::DateTime<chrono::Utc> = at.into();
+        println!("{id}  {size:>9} bytes  {}", at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     }
     Ok(())
 }

@@ -12,10 +12,15 @@
 #[macro_use]
 mod engine;
 pub mod accounts;
+pub mod activity;
 pub mod contacts;
+pub mod domains;
 mod error;
 pub mod events;
 pub mod fields;
+pub mod jobs;
+pub mod messages;
+pub mod templates;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};

@@ -2,5 +2,6 @@
 //! server answering from zones the test writes. Nothing here is mocked at the API level.
 #![forbid(unsafe_code)]
 
+pub mod dkim_check;
 pub mod dns_server;
 pub mod smtp_sink;

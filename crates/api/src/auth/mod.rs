@@ -248,6 +248,45 @@ impl<S: Send + Sync> FromRequestParts<S> for ProjectAuth {
     }
 }
 
+/// A project caller ([`ProjectAuth`]), or a signed-in user without `X-Project-Id` who names the
+/// project in the path or body instead (the domain endpoints: `POST /domains {projectId}`,
+/// `GET /domains/project/:projectId`).
+#[derive(Clone, Debug)]
+pub enum ProjectOrUser {
+    Project(ProjectAuth),
+    User(Uuid),
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ProjectOrUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, ApiError> {
+        match principal(parts) {
+            Principal::Session { user, project: None } => Ok(ProjectOrUser::User(user)),
+            _ => ProjectAuth::from_request_parts(parts, s).await.map(ProjectOrUser::Project),
+        }
+    }
+}
+
+impl ProjectOrUser {
+    /// The caller's access to `project_id`: a key reaches its own project only, a user every
+    /// project they are a member of. `None` when there is no access.
+    pub async fn access(&self, state: &AppState, project_id: Uuid) -> Result<Option<ProjectAuth>, ApiError> {
+        let user = match self {
+            ProjectOrUser::Project(p) if p.id() == project_id => return Ok(Some(p.clone())),
+            ProjectOrUser::Project(ProjectAuth { user: None, .. }) => return Ok(None),
+            ProjectOrUser::Project(ProjectAuth { user: Some((user, _)), .. }) | ProjectOrUser::User(user) => *user,
+        };
+        let Some(role) = state.store.member_role(project_id, user).await? else {
+            return Ok(None);
+        };
+        Ok(state.store.project_by_id(project_id).await?.map(|project| ProjectAuth {
+            project: Arc::new(project),
+            user: Some((user, Role::parse(&role))),
+        }))
+    }
+}
+
 /// Any key of a project (public or secret), or a session with a project: `/v1/track`.
 #[derive(Clone, Debug)]
 pub struct TrackAuth {

@@ -80,14 +80,14 @@ pub struct ContactList {
 }
 
 /// A cursor names the project and the last id seen, so it cannot be replayed elsewhere.
-fn encode_cursor(project: Uuid, last: Uuid) -> String {
+pub(crate) fn encode_cursor(project: Uuid, last: Uuid) -> String {
     let mut bytes = Vec::with_capacity(32);
     bytes.extend_from_slice(project.as_bytes());
     bytes.extend_from_slice(last.as_bytes());
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn decode_cursor(project: Uuid, cursor: &str) -> ApiResult<Uuid> {
+pub(crate) fn decode_cursor(project: Uuid, cursor: &str) -> ApiResult<Uuid> {
     let invalid = || ApiError::field("cursor", "cursor is not valid for this list", "invalid_cursor");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     if bytes.len() != 32 || bytes[..16] != project.as_bytes()[..] {

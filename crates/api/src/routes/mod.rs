@@ -1,7 +1,13 @@
 //! One router per resource, merged in [`crate::router`].
 
 pub mod accounts;
+pub mod activity;
 pub mod contacts;
+pub mod domains;
+pub mod emails;
 pub mod events;
 pub mod fields;
 pub mod health;
+pub mod send;
+pub mod send_parse;
+pub mod templates;

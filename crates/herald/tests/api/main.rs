@@ -2,8 +2,14 @@
 #![allow(clippy::unwrap_used)]
 
 mod helpers;
+mod mail_setup;
 
 mod accounts;
 mod contacts;
+mod crash;
+mod domains;
+mod sending;
+mod templates;
 mod errors;
 mod fields;
+mod outbox;

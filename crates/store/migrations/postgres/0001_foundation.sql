@@ -77,4 +77,4 @@ CREATE TABLE jobs (
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL
 );
-CREATE INDEX jobs_due ON jobs(state, run_at);
+CREATE INDEX jobs_due ON jobs(kind, state, run_at);

@@ -1,0 +1,194 @@
+//! Messages a project sent or tried to send: cursor list with filters, one message with its
+//! status history, and (local outbox only) the exact bytes that would have gone out.
+
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use herald_core::time::iso;
+use herald_mail::transport::Transport;
+use herald_store::messages::{Message, MessageFilter, MessageSummary};
+use serde::Serialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::contacts::{decode_cursor, encode_cursor};
+use crate::auth::ProjectAuth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{RawQuery, path_id};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_emails))
+        .routes(routes!(get_email))
+        .routes(routes!(raw_email))
+}
+
+const STATUSES: [&str; 10] = [
+    "PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED",
+];
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailSummary {
+    pub id: String,
+    pub to: String,
+    pub from: String,
+    pub subject: String,
+    pub status: String,
+    pub source: String,
+    pub contact_id: Option<String>,
+    pub template_id: Option<String>,
+    pub campaign_id: Option<String>,
+    pub created_at: String,
+    pub sent_at: Option<String>,
+}
+
+impl From<MessageSummary> for EmailSummary {
+    fn from(m: MessageSummary) -> Self {
+        Self {
+            id: m.id.to_string(),
+            to: m.to_email,
+            from: m.from_email,
+            subject: m.subject,
+            status: m.status,
+            source: m.source,
+            contact_id: m.contact_id.map(|c| c.to_string()),
+            template_id: m.template_id.map(|c| c.to_string()),
+            campaign_id: m.campaign_id.map(|c| c.to_string()),
+            created_at: iso(m.created_at),
+            sent_at: m.sent_at.map(iso),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailList {
+    pub data: Vec<EmailSummary>,
+    pub cursor: Option<String>,
+    pub has_more: bool,
+    /// Only on the first page.
+    pub total: i64,
+}
+
+/// Messages, newest first; filters `status`, `contactId`, `campaignId`, `source`.
+#[utoipa::path(get, path = "/emails", tag = "emails",
+    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("status" = Option<String>, Query),
+        ("contactId" = Option<String>, Query), ("campaignId" = Option<String>, Query), ("source" = Option<String>, Query)),
+    responses((status = 200, body = EmailList)))]
+async fn list_emails(State(state): State<AppState>, auth: ProjectAuth, q: RawQuery) -> ApiResult<Json<EmailList>> {
+    let limit = q.int("limit", 20, 1, 100)?;
+    let before = match q.get("cursor").filter(|c| !c.is_empty()) {
+        Some(c) => Some(decode_cursor(auth.id(), c)?),
+        None => None,
+    };
+    let id_param = |name: &str| -> ApiResult<Option<uuid::Uuid>> {
+        match q.get(name).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v
+                .parse()
+                .map(Some)
+                .map_err(|_| ApiError::field(name, format!("{name} must be an id"), "invalid_id")),
+        }
+    };
+    let status = q.get("status").filter(|s| !s.is_empty()).map(str::to_ascii_uppercase);
+    if let Some(s) = &status {
+        if !STATUSES.contains(&s.as_str()) {
+            return Err(ApiError::field("status", format!("status must be one of {}", STATUSES.join(", ")), "invalid_enum"));
+        }
+    }
+    let filter = MessageFilter {
+        status,
+        contact_id: id_param("contactId")?,
+        campaign_id: id_param("campaignId")?,
+        source: q.get("source").filter(|s| !s.is_empty()).map(str::to_owned),
+    };
+    let (rows, has_more) = state.store.list_messages(auth.id(), &filter, limit, before).await?;
+    let total = if before.is_none() { state.store.count_messages(auth.id(), &filter).await? } else { 0 };
+    let cursor = match (has_more, rows.last()) {
+        (true, Some(last)) => Some(encode_cursor(auth.id(), last.id)),
+        _ => None,
+    };
+    Ok(Json(EmailList {
+        data: rows.into_iter().map(EmailSummary::from).collect(),
+        cursor,
+        has_more,
+        total,
+    }))
+}
+
+async fn load(state: &AppState, auth: &ProjectAuth, raw: &str) -> ApiResult<Message> {
+    let id = path_id(raw, "NOT_FOUND", "Email")?;
+    state
+        .store
+        .project_message(auth.id(), id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Email"))
+}
+
+/// One message: rendered subject and HTML, headers, attachments (metadata), status history.
+#[utoipa::path(get, path = "/emails/{id}", tag = "emails", params(("id" = String, Path)),
+    responses((status = 200, body = Object), (status = 404)))]
+async fn get_email(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let m = load(&state, &auth, &id).await?;
+    let history = state.store.message_history(m.id).await?;
+    let attachments: Vec<Value> = m
+        .attachments
+        .0
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| {
+                    let size = x["content"].as_str().map(|c| c.len() / 4 * 3).unwrap_or(0);
+                    json!({"filename": x["filename"], "contentType": x["contentType"], "contentId": x["contentId"],
+                        "disposition": x["disposition"], "size": size})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Json(json!({
+        "id": m.id.to_string(),
+        "messageId": format!("<{}>", m.message_id_header),
+        "status": m.status,
+        "source": m.source,
+        "from": m.from_email,
+        "fromName": m.from_name,
+        "replyTo": m.reply_to,
+        "to": m.to_email,
+        "toName": m.to_name,
+        "subject": m.subject,
+        "html": m.html,
+        "headers": m.headers.0,
+        "attachments": attachments,
+        "contactId": m.contact_id.map(|c| c.to_string()),
+        "templateId": m.template_id.map(|c| c.to_string()),
+        "campaignId": m.campaign_id.map(|c| c.to_string()),
+        "attempts": m.attempts,
+        "lastError": m.last_error,
+        "createdAt": iso(m.created_at),
+        "updatedAt": iso(m.updated_at),
+        "sentAt": m.sent_at.map(iso),
+        "history": history.into_iter().map(|h| json!({"status": h.status, "detail": h.detail, "at": iso(h.created_at)})).collect::<Vec<_>>(),
+    })))
+}
+
+/// The exact DKIM-signed bytes (local outbox transport only), as `message/rfc822`.
+#[utoipa::path(get, path = "/emails/{id}/raw", tag = "emails", params(("id" = String, Path)),
+    responses((status = 200, content_type = "message/rfc822", body = String), (status = 404)))]
+async fn raw_email(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<Response> {
+    let m = load(&state, &auth, &id).await?;
+    let Transport::Outbox(outbox) = &state.engine.transport else {
+        return Err(ApiError::not_found("NOT_FOUND", "Raw message")
+            .with_suggestion("Raw messages are kept only by the local outbox transport"));
+    };
+    match outbox.read(&m.id.to_string()) {
+        Ok(bytes) => Ok(([(header::CONTENT_TYPE, "message/rfc822")], bytes).into_response()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ApiError::not_found("NOT_FOUND", "Raw message")
+            .with_suggestion(format!("The message is {}; its bytes exist once it is sent", m.status))),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}

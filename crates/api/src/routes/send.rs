@@ -1,0 +1,224 @@
+//! `POST /v1/send`: validates, checks the sender domain, and hands a [`SendPlan`] to the
+//! engine, which answers once every message is durably queued.
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use herald_core::email::EmailAddress;
+use herald_core::time::{iso, now_millis};
+use herald_engine::send::{AcceptError, SendPlan};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::contacts::data_field;
+use super::send_parse::{self as parse, Problems};
+use crate::auth::ProjectAuth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, path_id};
+use crate::state::AppState;
+
+/// Largest `/v1/send` body: 10 MB of attachments in base64 plus the message fit well below.
+pub const SEND_BODY_LIMIT: usize = 60 * 1024 * 1024;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(send))
+        .layer(DefaultBodyLimit::max(SEND_BODY_LIMIT))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct SendRequest {
+    /// `"a@b.c"`, `{name, email}`, or an array of either (at most 50).
+    #[schema(value_type = Object)]
+    pub to: Option<Value>,
+    pub subject: Option<String>,
+    /// HTML.
+    pub body: Option<String>,
+    /// Template id; its subject, body, from and reply-to apply unless given here.
+    pub template: Option<String>,
+    /// `"a@b.c"`, `"Name <a@b.c>"` or `{name, email}`.
+    #[schema(value_type = Option<Object>)]
+    pub from: Option<Value>,
+    /// Deprecated sender name, used when `from` is a string without a name.
+    pub name: Option<String>,
+    pub subscribed: Option<bool>,
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub headers: Option<Value>,
+    /// Reply-To address.
+    pub reply: Option<String>,
+    /// `[{filename, content (base64), contentType, contentId?, disposition?}]`, at most 10.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub attachments: Option<Value>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SentContact {
+    pub id: String,
+    pub email: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SentEmail {
+    pub contact: SentContact,
+    /// The message id (see `GET /emails/{id}`).
+    pub email: String,
+    /// Present when the recipient was skipped (e.g. `unsubscribed` for MARKETING templates).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SendData {
+    pub emails: Vec<SentEmail>,
+    pub timestamp: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SendResponse {
+    pub success: bool,
+    pub data: SendData,
+}
+
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match v.to_str() {
+        Ok(k) if (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic() || b == b' ') => {
+            Ok(Some(k.to_owned()))
+        }
+        _ => Err(ApiError::field(
+            "Idempotency-Key",
+            "Idempotency-Key must be 1 to 255 printable ASCII characters",
+            "invalid_header",
+        )),
+    }
+}
+
+/// Sends a transactional email to each recipient (contacts are created or updated).
+#[utoipa::path(post, path = "/v1/send", tag = "public", request_body = SendRequest,
+    params(("Idempotency-Key" = Option<String>, Header)),
+    responses((status = 200, body = SendResponse), (status = 403, description = "DOMAIN_NOT_VERIFIED"),
+        (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 409, description = "IDEMPOTENCY_KEY_REUSED"),
+        (status = 413), (status = 422)))]
+async fn send(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<SendRequest>,
+) -> ApiResult<(StatusCode, Json<SendResponse>)> {
+    let idempotency_key = idempotency_key(&headers)?;
+    let template = match &req.template {
+        None => None,
+        Some(raw) => {
+            let id = path_id(raw, "TEMPLATE_NOT_FOUND", "Template")?;
+            let t = state.store.template(auth.id(), id).await?;
+            Some(t.ok_or_else(|| ApiError::not_found("TEMPLATE_NOT_FOUND", "Template"))?)
+        }
+    };
+    let mut p = Problems(Vec::new());
+    let recipients = parse::recipients(req.to.as_ref(), &mut p);
+    let subject = parse::subject(req.subject.as_deref(), &mut p)
+        .or_else(|| template.as_ref().map(|t| t.subject.clone()));
+    if subject.is_none() && req.subject.is_none() {
+        p.push("subject", "subject is required unless a template is given", "required");
+    }
+    let body = match req.body.as_deref() {
+        Some("") => {
+            p.push("body", "body must not be empty", "invalid_length");
+            None
+        }
+        Some(b) => Some(b.to_owned()),
+        None => template.as_ref().map(|t| t.body.clone()),
+    };
+    if body.is_none() && req.body.is_none() {
+        p.push("body", "body is required unless a template is given", "required");
+    }
+    let from = match (&req.from, &template) {
+        (Some(f), _) => parse::mailbox(f, "from", &mut p),
+        (None, Some(t)) => t.from_email.as_deref().and_then(|e| EmailAddress::parse(e).ok()).map(|email| {
+            herald_engine::send::Recipient { email, name: t.from_name.clone() }
+        }),
+        (None, None) => None,
+    };
+    if from.is_none() && req.from.is_none() {
+        p.push("from", "from is required unless the template has a sender", "required");
+    }
+    let deprecated_name = parse::display_name(req.name.as_ref().map(|n| Value::String(n.clone())).as_ref(), "name", &mut p);
+    let reply_to = match req.reply.as_deref() {
+        Some(r) => match EmailAddress::parse(r) {
+            Ok(e) => Some(e.into_string()),
+            Err(e) => {
+                p.push("reply", e.to_string(), "invalid_email");
+                None
+            }
+        },
+        None => template.as_ref().and_then(|t| t.reply_to.clone()),
+    };
+    let custom_headers = parse::headers(req.headers.as_ref(), &mut p);
+    let (attachments, attachment_bytes) = parse::attachments(req.attachments.as_ref(), &mut p)?;
+    let data = data_field(req.data.as_ref(), &mut p.0);
+    if !p.0.is_empty() {
+        return Err(ApiError::validation(p.0));
+    }
+    let (Some(subject), Some(body), Some(from)) = (subject, body, from) else {
+        return Err(ApiError::bad_request("subject, body and from are required"));
+    };
+    let estimated = attachment_bytes * 4 / 3 + body.len() * 2 + subject.len() + 4096;
+    if estimated > parse::MAX_MESSAGE_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the message would be about {estimated} bytes; at most {} bytes", parse::MAX_MESSAGE_BYTES),
+        ));
+    }
+    state.engine.require_verified_sender(auth.id(), &from.email).await?;
+    let from_name = from.name.or(deprecated_name);
+    let plan = SendPlan {
+        project_id: auth.id(),
+        recipients,
+        subject,
+        body,
+        from: from.email,
+        from_name,
+        reply_to,
+        template_id: template.as_ref().map(|t| t.id),
+        marketing: template.as_ref().is_some_and(|t| t.template_type == "MARKETING"),
+        subscribed: req.subscribed,
+        data,
+        headers: custom_headers,
+        attachments,
+        idempotency_key,
+    };
+    let accepted = state.engine.accept_send(&plan).await.map_err(|e| match e {
+        AcceptError::IdempotencyKeyReused => ApiError::new(StatusCode::CONFLICT, "IDEMPOTENCY_KEY_REUSED", e.to_string())
+            .with_suggestion("Use a new Idempotency-Key for a new send"),
+        AcceptError::Store(s) => s.into(),
+    })?;
+    let emails = accepted
+        .into_iter()
+        .map(|a| SentEmail {
+            contact: SentContact {
+                id: a.contact_id.to_string(),
+                email: a.email,
+            },
+            email: a.message_id.to_string(),
+            skipped: a.skipped.map(str::to_owned),
+        })
+        .collect();
+    Ok((
+        StatusCode::OK,
+        Json(SendResponse {
+            success: true,
+            data: SendData {
+                emails,
+                timestamp: iso(now_millis()),
+            },
+        }),
+    ))
+}

@@ -1,0 +1,273 @@
+//! The Templates resource: create, page-numbered list (type filter, search), get, patch,
+//! delete, duplicate and usage.
+//!
+//! A template's `from` must be on a verified domain of the project: checked on create and
+//! whenever a PATCH gives a new `from` (a send checks again, since a domain can lose its
+//! verification later). Every field problem of a request is reported in one 422.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use herald_core::email::EmailAddress;
+use herald_core::ids::Uuid;
+use herald_core::time::now_millis;
+use herald_store::StoreError;
+use herald_store::templates::{NewTemplate, TemplateFilter, TemplateUpdate};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::ProjectAuth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, RawQuery, path_id};
+use crate::state::AppState;
+
+mod rules;
+mod wire;
+
+use rules::{Checked, check, parse_type};
+pub use wire::{TemplateList, TemplateRequest, TemplateResponse, TemplateUsage, TemplateUsageRef};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_templates, create_template))
+        .routes(routes!(get_template, patch_template, delete_template))
+        .routes(routes!(duplicate_template))
+        .routes(routes!(template_usage))
+}
+
+/// Refuses a new `from` that is not on a verified domain of the project (403).
+async fn require_sender(state: &AppState, auth: &ProjectAuth, checked: &Checked) -> ApiResult<()> {
+    if let Some(Some(from)) = &checked.from {
+        state
+            .engine
+            .require_verified_sender(auth.id(), from)
+            .await?;
+    }
+    Ok(())
+}
+
+fn template_id(raw: &str) -> ApiResult<Uuid> {
+    path_id(raw, "TEMPLATE_NOT_FOUND", "Template")
+}
+
+fn template_not_found() -> ApiError {
+    ApiError::not_found("TEMPLATE_NOT_FOUND", "Template")
+}
+
+/// Templates, newest first, by page.
+#[utoipa::path(get, path = "/templates", tag = "templates",
+    params(("limit" = Option<u32>, Query, description = "1..100, default 20 (alias `pageSize`)"),
+        ("page" = Option<u32>, Query, description = "from 1, default 1"),
+        ("cursor" = Option<String>, Query, description = "a page number, for cursor-style clients"),
+        ("type" = Option<String>, Query, description = "TRANSACTIONAL, MARKETING or HEADLESS"),
+        ("search" = Option<String>, Query, description = "case-insensitive substring of name or subject")),
+    responses((status = 200, body = TemplateList), (status = 422)))]
+async fn list_templates(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    q: RawQuery,
+) -> ApiResult<Json<TemplateList>> {
+    let given = |k: &str| q.get(k).is_some_and(|v| !v.is_empty());
+    let page_size = if given("limit") || !given("pageSize") {
+        q.int("limit", 20, 1, 100)?
+    } else {
+        q.int("pageSize", 20, 1, 100)?
+    };
+    // Clients written for cursors may send one; here the cursor is simply the page number.
+    let page = if given("page") || !given("cursor") {
+        q.int("page", 1, 1, u32::MAX)?
+    } else {
+        q.int("cursor", 1, 1, u32::MAX)?
+    };
+    let template_type = match q.get("type").filter(|t| !t.is_empty()) {
+        Some(t) => Some(parse_type(t).ok_or_else(|| {
+            ApiError::field(
+                "type",
+                "type must be TRANSACTIONAL, MARKETING or HEADLESS",
+                "invalid_value",
+            )
+        })?),
+        None => None,
+    };
+    let search = q.get("search").map(str::trim).filter(|s| !s.is_empty());
+    if search.is_some_and(|s| s.chars().count() > rules::SUBJECT_MAX) {
+        return Err(ApiError::field(
+            "search",
+            "search is at most 998 characters",
+            "too_long",
+        ));
+    }
+    let filter = TemplateFilter {
+        template_type,
+        search,
+    };
+    let offset = u64::from(page - 1) * u64::from(page_size);
+    let found = state
+        .store
+        .list_templates(auth.id(), &filter, page_size, offset)
+        .await?;
+    let size = i64::from(page_size);
+    Ok(Json(TemplateList {
+        templates: found
+            .templates
+            .into_iter()
+            .map(TemplateResponse::from)
+            .collect(),
+        total: found.total,
+        page,
+        page_size,
+        total_pages: (found.total + size - 1) / size,
+    }))
+}
+
+/// Creates a template; `from`, when given, must be on a verified domain of the project.
+#[utoipa::path(post, path = "/templates", tag = "templates", request_body = TemplateRequest,
+    responses((status = 201, body = TemplateResponse), (status = 403), (status = 422)))]
+async fn create_template(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    ApiJson(body): ApiJson<TemplateRequest>,
+) -> ApiResult<(StatusCode, Json<TemplateResponse>)> {
+    let checked = check(body, true)?;
+    let (Some(name), Some(subject), Some(body), Some(template_type)) = (
+        &checked.name,
+        &checked.subject,
+        &checked.body,
+        checked.template_type,
+    ) else {
+        return Err(ApiError::internal(
+            "a checked create lacks a required field",
+        ));
+    };
+    require_sender(&state, &auth, &checked).await?;
+    let t = state
+        .store
+        .create_template(&NewTemplate {
+            project_id: auth.id(),
+            name,
+            subject,
+            body,
+            template_type,
+            from_email: checked
+                .from
+                .as_ref()
+                .and_then(|f| f.as_ref())
+                .map(EmailAddress::as_str),
+            from_name: checked.from_name.as_ref().and_then(|f| f.as_deref()),
+            reply_to: checked
+                .reply_to
+                .as_ref()
+                .and_then(|f| f.as_ref())
+                .map(EmailAddress::as_str),
+            now: now_millis(),
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(t.into())))
+}
+
+/// One template.
+#[utoipa::path(get, path = "/templates/{id}", tag = "templates", params(("id" = String, Path)),
+    responses((status = 200, body = TemplateResponse), (status = 404)))]
+async fn get_template(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<TemplateResponse>> {
+    let id = template_id(&id)?;
+    let t = state
+        .store
+        .template(auth.id(), id)
+        .await?
+        .ok_or_else(template_not_found)?;
+    Ok(Json(t.into()))
+}
+
+/// Changes the fields given, with the rules of create; a new `from` is checked again.
+#[utoipa::path(patch, path = "/templates/{id}", tag = "templates", params(("id" = String, Path)),
+    request_body = TemplateRequest,
+    responses((status = 200, body = TemplateResponse), (status = 403), (status = 404), (status = 422)))]
+async fn patch_template(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TemplateRequest>,
+) -> ApiResult<Json<TemplateResponse>> {
+    let id = template_id(&id)?;
+    let checked = check(body, false)?;
+    require_sender(&state, &auth, &checked).await?;
+    let change = TemplateUpdate {
+        name: checked.name.as_deref(),
+        subject: checked.subject.as_deref(),
+        body: checked.body.as_deref(),
+        template_type: checked.template_type,
+        from_email: checked
+            .from
+            .as_ref()
+            .map(|f| f.as_ref().map(EmailAddress::as_str)),
+        from_name: checked.from_name.as_ref().map(|f| f.as_deref()),
+        reply_to: checked
+            .reply_to
+            .as_ref()
+            .map(|f| f.as_ref().map(EmailAddress::as_str)),
+        now: now_millis(),
+    };
+    match state.store.update_template(auth.id(), id, &change).await {
+        Ok(t) => Ok(Json(t.into())),
+        Err(StoreError::NotFound) => Err(template_not_found()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes a template.
+#[utoipa::path(delete, path = "/templates/{id}", tag = "templates", params(("id" = String, Path)),
+    responses((status = 204), (status = 404)))]
+async fn delete_template(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let id = template_id(&id)?;
+    if state.store.delete_template(auth.id(), id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(template_not_found())
+    }
+}
+
+/// Copies a template as "<name> (copy)" and returns the new template, `id` included.
+#[utoipa::path(post, path = "/templates/{id}/duplicate", tag = "templates", params(("id" = String, Path)),
+    responses((status = 201, body = TemplateResponse), (status = 404)))]
+async fn duplicate_template(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<(StatusCode, Json<TemplateResponse>)> {
+    let id = template_id(&id)?;
+    let copy = state
+        .store
+        .duplicate_template(auth.id(), id, rules::copy_name, now_millis())
+        .await?
+        .ok_or_else(template_not_found)?;
+    Ok((StatusCode::CREATED, Json(copy.into())))
+}
+
+/// Campaigns and workflow steps that send the template. Campaigns and workflows arrive in
+/// later versions of Herald; until then both lists are empty.
+#[utoipa::path(get, path = "/templates/{id}/usage", tag = "templates", params(("id" = String, Path)),
+    responses((status = 200, body = TemplateUsage), (status = 404)))]
+async fn template_usage(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<TemplateUsage>> {
+    let id = template_id(&id)?;
+    state
+        .store
+        .template(auth.id(), id)
+        .await?
+        .ok_or_else(template_not_found)?;
+    Ok(Json(TemplateUsage {
+        campaigns: Vec::new(),
+        workflow_steps: Vec::new(),
+    }))
+}

@@ -1,0 +1,71 @@
+//! Turns a stored message into the exact bytes handed to the transport: MIME with a text part
+//! derived from the HTML, the custom headers and attachments, DKIM-signed with the sending
+//! domain's key. CPU-bound (RSA signing); callers run it off the async threads.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use herald_core::html_text::html_to_text;
+use herald_mail::dkim::DkimSigner;
+use herald_mail::mime::{Attachment, Mailbox, OutgoingMessage, build};
+use herald_store::messages::Message;
+
+/// A problem that retrying cannot fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ComposeError(pub String);
+
+pub fn compose(msg: &Message, signer: &DkimSigner) -> Result<Vec<u8>, ComposeError> {
+    let headers = msg
+        .headers
+        .0
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let attachments = msg
+        .attachments
+        .0
+        .as_array()
+        .map(|items| items.iter().map(attachment).collect::<Result<Vec<_>, _>>())
+        .transpose()?
+        .unwrap_or_default();
+    let out = OutgoingMessage {
+        message_id: msg.message_id_header.clone(),
+        date: chrono::Utc::now(),
+        from: Mailbox {
+            name: msg.from_name.clone(),
+            email: msg.from_email.clone(),
+        },
+        to: Mailbox {
+            name: msg.to_name.clone(),
+            email: msg.to_email.clone(),
+        },
+        reply_to: msg.reply_to.clone(),
+        subject: msg.subject.clone(),
+        text: html_to_text(&msg.html),
+        html: msg.html.clone(),
+        headers,
+        list_unsubscribe: None,
+        attachments,
+    };
+    let raw = build(&out).map_err(|e| ComposeError(format!("could not build the message: {e}")))?;
+    signer
+        .sign(&raw)
+        .map_err(|e| ComposeError(format!("could not DKIM-sign the message: {e:#}")))
+}
+
+fn attachment(v: &serde_json::Value) -> Result<Attachment, ComposeError> {
+    let field = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
+    let content = field("content")
+        .and_then(|c| STANDARD.decode(c).ok())
+        .ok_or_else(|| ComposeError("a stored attachment is unreadable".into()))?;
+    Ok(Attachment {
+        filename: field("filename").unwrap_or_else(|| "attachment".into()),
+        content_type: field("contentType").unwrap_or_else(|| "application/octet-stream".into()),
+        content,
+        content_id: field("contentId").filter(|_| field("disposition").as_deref() == Some("inline")),
+    })
+}

@@ -1,0 +1,7 @@
+//! Transactional sending: accepting (`accept`), composing (`compose`) and delivering (`worker`).
+
+pub mod accept;
+pub mod compose;
+pub mod worker;
+
+pub use accept::{AcceptError, Accepted, AttachmentIn, Recipient, SendPlan};

@@ -1,0 +1,252 @@
+//! The delivery worker.
+//!
+//! Guarantees: a claimed send job marks its message SENDING before the handoff; when the
+//! transport accepts, the message becomes SENT, `email.sent` is recorded and the job is acked
+//! in one transaction, so a retried job finds the message SENT and does not send it again.
+//! Transient failures (4xx, connection errors) retry with exponential backoff up to
+//! `send_max_attempts`; permanent ones (5xx) fail the message with the reply kept. A worker
+//! that dies mid-handoff leaves its job leased; once the lease expires the job is claimed
+//! again and the message is sent (at-least-once for that window; with the local outbox the
+//! file's presence makes it exactly-once). Leases are extended while a send is in progress.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_core::ids::Uuid;
+use herald_core::time::{Millis, now_millis};
+use herald_mail::transport::{Envelope, Transport, TransportError};
+use herald_store::jobs::{self, Job};
+use herald_store::messages::{self, FAILED, PENDING, SENDING, SENT, SUPPRESSED, Message};
+use herald_store::{StoreResult, events};
+use serde_json::json;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use super::accept::SEND_JOB;
+use super::compose::compose;
+use crate::Engine;
+
+/// Jobs claimed per query.
+const CLAIM_BATCH: usize = 64;
+
+pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
+    let permits = Arc::new(Semaphore::new(engine.settings.send_concurrency));
+    let mut tasks = JoinSet::new();
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        while tasks.try_join_next().is_some() {}
+        let free = permits.available_permits().min(CLAIM_BATCH);
+        if free == 0 {
+            tokio::select! {
+                _ = tasks.join_next() => {}
+                _ = shutdown.changed() => {}
+            }
+            continue;
+        }
+        let lease = engine.settings.send_lease.as_millis() as i64;
+        let claimed = engine.store.claim_jobs(SEND_JOB, free as u32, now_millis(), lease).await;
+        let jobs = match claimed {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                tracing::error!(error = %e, "claiming send jobs failed");
+                if crate::sleep_or_shutdown(&mut shutdown, Duration::from_secs(1)).await {
+                    break;
+                }
+                continue;
+            }
+        };
+        if jobs.is_empty() {
+            // Sleep until the next job is due, new work is queued here, or a delivery in hand
+            // finishes (it may have scheduled a retry sooner than anything else).
+            let wait = idle_wait(&engine).await;
+            tokio::select! {
+                _ = engine.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                _ = shutdown.changed() => {}
+            }
+            continue;
+        }
+        for job in jobs {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let engine = engine.clone();
+            tasks.spawn(async move {
+                deliver(&engine, job).await;
+                drop(permit);
+            });
+        }
+    }
+    // Let sends in hand finish (they are bounded by the transport's timeouts).
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Sleeps until the next job is due, but at most a second (other nodes may enqueue).
+async fn idle_wait(engine: &Engine) -> Duration {
+    match engine.store.next_job_due(SEND_JOB).await {
+        Ok(Some(due)) => Duration::from_millis((due - now_millis()).clamp(5, 1000) as u64),
+        _ => Duration::from_secs(1),
+    }
+}
+
+fn message_id_of(job: &Job) -> Option<Uuid> {
+    job.payload.0.get("messageId")?.as_str()?.parse().ok()
+}
+
+async fn deliver(engine: &Engine, job: Job) {
+    if let Err(e) = try_deliver(engine, &job).await {
+        // The job stays leased; it is claimed again when the lease expires.
+        tracing::error!(job = %job.id, error = %e, "delivery bookkeeping failed");
+    }
+}
+
+async fn try_deliver(engine: &Engine, job: &Job) -> StoreResult<()> {
+    let now = now_millis();
+    let message = match message_id_of(job) {
+        Some(id) => engine.store.message(id).await?,
+        None => None,
+    };
+    let Some(msg) = message else {
+        let mut tx = engine.store.begin().await?;
+        jobs::fail(&mut tx, job.id, "the job names no existing message", now).await?;
+        return tx.commit().await;
+    };
+    if [SENT, FAILED, SUPPRESSED].contains(&msg.status.as_str()) {
+        // Done already (e.g. the ack of an earlier run was lost): ack without sending again.
+        let mut tx = engine.store.begin().await?;
+        jobs::complete(&mut tx, job.id).await?;
+        return tx.commit().await;
+    }
+    let key = msg.id.to_string();
+    if let Transport::Outbox(outbox) = &engine.transport {
+        if outbox.path_for(&key).is_ok_and(|p| p.exists()) {
+            return finish_sent(engine, job, &msg, "recovered: the message was already in the outbox").await;
+        }
+    }
+    let mut tx = engine.store.begin().await?;
+    messages::set_status(&mut tx, msg.id, SENDING, None, true, now).await?;
+    if msg.status == PENDING {
+        messages::add_history(&mut tx, msg.id, SENDING, None, now).await?;
+    }
+    tx.commit().await?;
+
+    engine.throttle.acquire(msg.project_id).await;
+    let raw = match build_signed(engine, &msg).await {
+        Ok(raw) => raw,
+        Err(reason) => return finish_failed(engine, job, &msg, &reason).await,
+    };
+    let envelope = Envelope {
+        mail_from: msg.from_email.clone(),
+        rcpt_to: vec![msg.to_email.clone()],
+    };
+    let result = with_heartbeat(engine, job, engine.transport.send(&key, &envelope, &raw)).await;
+    match result {
+        Ok(reply) => {
+            engine.throttle.reward(msg.project_id);
+            finish_sent(engine, job, &msg, &reply).await
+        }
+        Err(TransportError::Permanent(reply)) => finish_failed(engine, job, &msg, &reply).await,
+        Err(TransportError::Transient(reply)) => {
+            if reply.starts_with('4') {
+                engine.throttle.penalize(msg.project_id);
+            }
+            if job.attempts >= job.max_attempts {
+                let reason = format!("gave up after {} attempts: {reply}", job.attempts);
+                return finish_failed(engine, job, &msg, &reason).await;
+            }
+            let delay = backoff(engine.settings.send_retry_base, job.attempts);
+            let detail = format!("attempt {} failed: {reply}; retrying in {:.1} s", job.attempts, delay.as_secs_f64());
+            let now = now_millis();
+            let mut tx = engine.store.begin().await?;
+            messages::set_status(&mut tx, msg.id, SENDING, Some(&reply), false, now).await?;
+            messages::add_history(&mut tx, msg.id, SENDING, Some(&detail), now).await?;
+            jobs::retry(&mut tx, job.id, now + delay.as_millis() as Millis, &reply, now).await?;
+            tx.commit().await
+        }
+    }
+}
+
+/// `base * 2^(attempt-1)`, at most an hour, with ±20% jitter so retries do not march in step.
+fn backoff(base: Duration, attempt: i32) -> Duration {
+    let exp = base.saturating_mul(1u32 << attempt.clamp(1, 16).saturating_sub(1));
+    let capped = exp.min(Duration::from_secs(3600));
+    let jitter = 0.8 + rand::random::<f64>() * 0.4;
+    capped.mul_f64(jitter)
+}
+
+async fn build_signed(engine: &Engine, msg: &Message) -> Result<Vec<u8>, String> {
+    let domain = msg.from_email.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    let signer = match engine.dkim_signer(msg.project_id, &domain).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err(format!("the sender domain {domain} is no longer verified")),
+        Err(e) => return Err(format!("the DKIM key of {domain} is unusable: {e:#}")),
+    };
+    let msg = msg.clone();
+    tokio::task::spawn_blocking(move || compose(&msg, &signer).map_err(|e| e.0))
+        .await
+        .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
+}
+
+/// Runs the send while extending the job's lease, so a slow handoff is not taken over.
+async fn with_heartbeat<T>(engine: &Engine, job: &Job, send: impl std::future::Future<Output = T>) -> T {
+    let lease = engine.settings.send_lease;
+    let mut tick = tokio::time::interval(lease / 3);
+    tick.tick().await;
+    tokio::pin!(send);
+    loop {
+        tokio::select! {
+            out = &mut send => return out,
+            _ = tick.tick() => {
+                let until = now_millis() + lease.as_millis() as Millis;
+                if let Err(e) = engine.store.extend_lease(job.id, until).await {
+                    tracing::warn!(job = %job.id, error = %e, "extending a send lease failed");
+                }
+            }
+        }
+    }
+}
+
+async fn finish_sent(engine: &Engine, job: &Job, msg: &Message, reply: &str) -> StoreResult<()> {
+    let now = now_millis();
+    let mut tx = engine.store.begin().await?;
+    messages::set_status(&mut tx, msg.id, SENT, None, false, now).await?;
+    messages::add_history(&mut tx, msg.id, SENT, Some(reply), now).await?;
+    events::insert_event(
+        &mut tx,
+        msg.project_id,
+        msg.contact_id,
+        "email.sent",
+        &json!({"messageId": msg.id.to_string(), "subject": msg.subject, "templateId": msg.template_id.map(|t| t.to_string())}),
+        now,
+    )
+    .await?;
+    jobs::complete(&mut tx, job.id).await?;
+    tx.commit().await
+}
+
+async fn finish_failed(engine: &Engine, job: &Job, msg: &Message, reason: &str) -> StoreResult<()> {
+    let now = now_millis();
+    let mut tx = engine.store.begin().await?;
+    messages::set_status(&mut tx, msg.id, FAILED, Some(reason), false, now).await?;
+    messages::add_history(&mut tx, msg.id, FAILED, Some(reason), now).await?;
+    jobs::complete(&mut tx, job.id).await?;
+    tx.commit().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_caps() {
+        let base = Duration::from_secs(10);
+        let b1 = backoff(base, 1).as_secs_f64();
+        let b3 = backoff(base, 3).as_secs_f64();
+        assert!((8.0..=12.0).contains(&b1), "{b1}");
+        assert!((32.0..=48.0).contains(&b3), "{b3}");
+        assert!(backoff(base, 30) <= Duration::from_secs(4320));
+    }
+}

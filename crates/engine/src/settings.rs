@@ -1,0 +1,58 @@
+//! Settings of the engine (a part of the server configuration).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct EngineSettings {
+    /// Base of links in mail.
+    pub public_url: String,
+    /// DKIM selectors are this prefix plus 8 random hex characters, unique per domain claim.
+    pub dkim_selector_prefix: String,
+    /// The SPF mechanism senders must publish, e.g. `include:amazonses.com` or `ip4:203.0.113.7`.
+    pub spf_mechanism: String,
+    /// Host that receives bounces; when set, domains also get an MX record for it.
+    pub return_path_host: Option<String>,
+    pub domain_check_interval: Duration,
+    /// `None`: the system's resolver.
+    pub dns_resolver: Option<SocketAddr>,
+    pub dns_timeout: Duration,
+    /// `None`: the local outbox.
+    pub smtp_url: Option<String>,
+    pub outbox_dir: PathBuf,
+    pub smtp_max_connections: usize,
+    /// Messages per second per project (0 = unlimited).
+    pub send_rate_per_second: u32,
+    /// Concurrent deliveries of this node.
+    pub send_concurrency: usize,
+    /// Delivery attempts before a message fails for good.
+    pub send_max_attempts: u32,
+    /// First retry delay; doubled for each further attempt.
+    pub send_retry_base: Duration,
+    /// How long a claimed send job is reserved for its worker (extended while sending).
+    pub send_lease: Duration,
+}
+
+impl EngineSettings {
+    /// Defaults for a data directory (used by tests and as the base of the configuration).
+    pub fn for_data_dir(data_dir: &std::path::Path, public_url: &str) -> Self {
+        Self {
+            public_url: public_url.to_owned(),
+            dkim_selector_prefix: "herald".into(),
+            spf_mechanism: "a".into(),
+            return_path_host: None,
+            domain_check_interval: Duration::from_secs(300),
+            dns_resolver: None,
+            dns_timeout: Duration::from_secs(5),
+            smtp_url: None,
+            outbox_dir: data_dir.join("outbox"),
+            smtp_max_connections: 8,
+            send_rate_per_second: 0,
+            send_concurrency: 16,
+            send_max_attempts: 8,
+            send_retry_base: Duration::from_secs(30),
+            send_lease: Duration::from_secs(60),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Fixtures for tests that send: a real SMTP sink and a real DNS server on loopback, an app
+//! wired to both, and a project whose sender domain is verified through DNS.
+
+use std::time::Duration;
+
+use herald_testkit::dns_server::DnsServer;
+use herald_testkit::smtp_sink::SmtpSink;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp, TestProject, expect_json};
+
+pub const DOMAIN: &str = "acme-mail.com";
+
+pub struct MailWorld {
+    pub app: TestApp,
+    pub sink: SmtpSink,
+    /// Kept alive: the app resolves through it.
+    #[allow(dead_code)]
+    pub dns: DnsServer,
+    pub project: TestProject,
+    /// The DKIM TXT record published for the domain, and its selector.
+    pub dkim_txt: String,
+    pub selector: String,
+}
+
+/// An app that relays to a fresh SMTP sink, resolves through a fresh DNS server, and a project
+/// with `acme-mail.com` verified.
+pub async fn mail_world(engine: Engine, tweak: impl FnOnce(&mut herald::Config)) -> MailWorld {
+    let sink = SmtpSink::start().await.expect("smtp sink");
+    let dns = DnsServer::start().await.expect("dns server");
+    let smtp_url = sink.url();
+    let dns_addr = dns.addr();
+    let app = engine
+        .app_with(|c| {
+            c.smtp_url = Some(smtp_url);
+            c.dns_resolver = Some(dns_addr);
+            c.dns_timeout_secs = 1.0;
+            c.send_retry_base_secs = 0.1;
+            tweak(c);
+        })
+        .await;
+    let project = app.project().await;
+    let (dkim_txt, selector) = verify_domain(&app, &project, &dns, DOMAIN).await;
+    MailWorld {
+        app,
+        sink,
+        dns,
+        project,
+        dkim_txt,
+        selector,
+    }
+}
+
+/// Adds `domain`, publishes its records in `dns`, verifies it; returns (DKIM TXT, selector).
+pub async fn verify_domain(app: &TestApp, p: &TestProject, dns: &DnsServer, domain: &str) -> (String, String) {
+    let added = expect_json(app.post("/domains", &p.secret_key, &json!({"domain": domain})).await, 201).await;
+    let mut dkim = (String::new(), String::new());
+    for r in added["records"].as_array().expect("records") {
+        let (name, value) = (r["name"].as_str().unwrap_or(""), r["value"].as_str().unwrap_or(""));
+        if r["type"] == "TXT" {
+            dns.set_txt(name, vec![value.to_owned()]);
+        }
+        if r["purpose"] == "dkim" {
+            dkim = (value.to_owned(), added["selector"].as_str().unwrap_or("").to_owned());
+        }
+    }
+    let id = added["id"].as_str().expect("id");
+    let verified = expect_json(app.get(&format!("/domains/{id}/verify"), &p.secret_key).await, 200).await;
+    assert_eq!(verified["status"], "VERIFIED", "{verified}");
+    dkim
+}
+
+/// `POST /v1/send` with the project's secret key.
+pub async fn send(w: &MailWorld, body: &Value) -> reqwest::Response {
+    w.app.post("/v1/send", &w.project.secret_key, body).await
+}
+
+/// Polls `GET /emails/{id}` until its status is one of `want` (or panics after `timeout`).
+pub async fn wait_status(app: &TestApp, key: &str, id: &str, want: &[&str], timeout: Duration) -> Value {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let res = app.call(Method::GET, &format!("/emails/{id}"), Some(key), None).await;
+        let body: Value = res.json().await.expect("json");
+        if want.iter().any(|w| body["status"] == *w) {
+            return body;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "message {id} never reached {want:?}: {body}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The message ids of a `/v1/send` answer.
+pub fn message_ids(answer: &Value) -> Vec<String> {
+    answer["data"]["emails"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["email"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}

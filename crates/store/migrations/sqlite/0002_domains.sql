@@ -1,0 +1,34 @@
+-- Sender domains and the project activity feed.
+-- A domain row is one project's claim on a domain name. Several projects may claim the same
+-- name while it is pending; only one row per name may be verified (the partial unique index),
+-- so the first project to verify a domain owns it. The DKIM private key is stored sealed
+-- (AES-256-GCM under a key derived from the server secret), never in clear.
+CREATE TABLE domains (
+    id BLOB PRIMARY KEY,
+    project_id BLOB NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    domain TEXT NOT NULL,
+    selector TEXT NOT NULL,
+    dkim_public_key TEXT NOT NULL,
+    dkim_private_key BLOB NOT NULL,
+    verified INTEGER NOT NULL DEFAULT 0,
+    verified_at INTEGER,
+    last_checked_at INTEGER,
+    next_check_at INTEGER NOT NULL,
+    -- state of each record at the last check, e.g. {"dkim": {"state": "found"}, ...}
+    last_check TEXT,
+    last_error TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    CONSTRAINT domains_project_domain_key UNIQUE (project_id, domain)
+);
+CREATE UNIQUE INDEX domains_verified_domain ON domains(domain) WHERE verified;
+CREATE INDEX domains_next_check ON domains(next_check_at);
+
+CREATE TABLE activity (
+    id BLOB PRIMARY KEY,
+    project_id BLOB NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL DEFAULT '{}',
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX activity_project ON activity(project_id, id);

@@ -1,0 +1,151 @@
+//! The durable job queue.
+//!
+//! Guarantees: a job enqueued in a transaction exists exactly when that transaction commits
+//! (outbox). A claim leases jobs for `lease_ms`; a job whose lease expires (its worker died)
+//! is claimed again, so work is at-least-once and handlers must be idempotent. On PostgreSQL
+//! claims use `FOR UPDATE SKIP LOCKED`, so many workers on many nodes never take the same job;
+//! on SQLite the single writer serialises claims. Retries are rescheduled by the caller
+//! (backoff policy lives with the work); failed jobs stay as dead letters with their error.
+
+use herald_core::ids::{Uuid, new_id};
+use herald_core::time::Millis;
+use serde_json::Value;
+use sqlx::FromRow;
+use sqlx::types::Json;
+
+use crate::engine::sql;
+use crate::{Store, StoreResult, Tx};
+
+#[derive(Clone, Debug, FromRow)]
+pub struct Job {
+    pub id: Uuid,
+    pub project_id: Option<Uuid>,
+    pub kind: String,
+    pub payload: Json<Value>,
+    /// Including the current one.
+    pub attempts: i32,
+    pub max_attempts: i32,
+}
+
+/// Enqueues a job inside the transaction of the change that causes it.
+pub async fn enqueue(
+    tx: &mut Tx,
+    project_id: Option<Uuid>,
+    kind: &str,
+    payload: &Value,
+    run_at: Millis,
+    max_attempts: i32,
+) -> StoreResult<Uuid> {
+    let id = new_id();
+    on_tx!(tx, |conn| {
+        sqlx::query(
+            "INSERT INTO jobs (id, project_id, kind, payload, state, run_at, max_attempts, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'waiting', $5, $6, $5, $5)",
+        )
+        .bind(id)
+        .bind(project_id)
+        .bind(kind)
+        .bind(Json(payload))
+        .bind(run_at)
+        .bind(max_attempts)
+        .execute(&mut *conn)
+        .await?;
+    });
+    Ok(id)
+}
+
+/// Completes (deletes) a job inside a transaction, so the job's effect and its ack commit together.
+pub async fn complete(tx: &mut Tx, id: Uuid) -> StoreResult<()> {
+    on_tx!(tx, |conn| {
+        sqlx::query("DELETE FROM jobs WHERE id = $1").bind(id).execute(&mut *conn).await?;
+    });
+    Ok(())
+}
+
+/// Reschedules a job for another attempt.
+pub async fn retry(tx: &mut Tx, id: Uuid, run_at: Millis, error: &str, now: Millis) -> StoreResult<()> {
+    on_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE jobs SET state = 'waiting', run_at = $2, lease_until = NULL, last_error = $3, updated_at = $4 \
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(run_at)
+        .bind(error)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    });
+    Ok(())
+}
+
+/// Marks a job dead; it stays for inspection.
+pub async fn fail(tx: &mut Tx, id: Uuid, error: &str, now: Millis) -> StoreResult<()> {
+    on_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE jobs SET state = 'failed', lease_until = NULL, last_error = $2, updated_at = $3 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(error)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    });
+    Ok(())
+}
+
+impl Store {
+    /// Leases up to `limit` due jobs of `kind` (waiting and due, or active with an expired lease).
+    pub async fn claim_jobs(&self, kind: &str, limit: u32, now: Millis, lease_ms: i64) -> StoreResult<Vec<Job>> {
+        let q = sql(
+            self.dialect(),
+            "UPDATE jobs SET state = 'active', lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 \
+                 AND ((state = 'waiting' AND run_at <= $2) OR (state = 'active' AND lease_until < $2)) \
+                 ORDER BY run_at LIMIT $4) \
+             RETURNING id, project_id, kind, payload, attempts, max_attempts",
+            "UPDATE jobs SET state = 'active', lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 \
+                 AND ((state = 'waiting' AND run_at <= $2) OR (state = 'active' AND lease_until < $2)) \
+                 ORDER BY run_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, project_id, kind, payload, attempts, max_attempts",
+        );
+        Ok(write!(self, |pool| {
+            sqlx::query_as(q)
+                .bind(kind)
+                .bind(now)
+                .bind(now + lease_ms)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// When the next waiting job of `kind` is due, if any (lets idle workers sleep exactly).
+    pub async fn next_job_due(&self, kind: &str) -> StoreResult<Option<Millis>> {
+        let row: (Option<i64>,) = read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT min(CASE WHEN state = 'waiting' THEN run_at ELSE lease_until END) FROM jobs \
+                 WHERE kind = $1 AND state IN ('waiting', 'active')",
+            )
+            .bind(kind)
+            .fetch_one(pool)
+            .await?
+        });
+        Ok(row.0)
+    }
+}
+
+impl Store {
+    /// Extends the lease of a job being worked on.
+    pub async fn extend_lease(&self, id: Uuid, until: Millis) -> StoreResult<()> {
+        write!(self, |pool| {
+            sqlx::query("UPDATE jobs SET lease_until = $2 WHERE id = $1 AND state = 'active'")
+                .bind(id)
+                .bind(until)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,296 @@
+//! Messages: one row per recipient of a send, with its status history. A message's status
+//! only moves forward (PENDING → SENDING → SENT / FAILED, or SUPPRESSED when skipped).
+
+use herald_core::ids::{Uuid, new_id};
+use herald_core::time::Millis;
+use serde_json::Value;
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, FromRow};
+
+use crate::engine::sql;
+use crate::{Store, StoreResult, Tx};
+
+pub const PENDING: &str = "PENDING";
+pub const SENDING: &str = "SENDING";
+pub const SENT: &str = "SENT";
+pub const FAILED: &str = "FAILED";
+pub const SUPPRESSED: &str = "SUPPRESSED";
+
+/// A message to insert.
+pub struct NewMessage<'a> {
+    pub id: Uuid,
+    pub project_id: Uuid,
+    pub contact_id: Option<Uuid>,
+    pub template_id: Option<Uuid>,
+    pub source: &'a str,
+    pub status: &'a str,
+    pub from_email: &'a str,
+    pub from_name: Option<&'a str>,
+    pub reply_to: Option<&'a str>,
+    pub to_email: &'a str,
+    pub to_name: Option<&'a str>,
+    pub subject: &'a str,
+    pub html: &'a str,
+    /// Object of custom header name to value.
+    pub headers: &'a Value,
+    /// Array of `{filename, contentType, content (base64), contentId?, disposition}`.
+    pub attachments: &'a Value,
+    pub message_id_header: &'a str,
+    /// Why the message was created in its status (history detail).
+    pub detail: Option<&'a str>,
+    pub now: Millis,
+}
+
+#[derive(Clone, Debug, FromRow)]
+pub struct Message {
+    pub id: Uuid,
+    pub project_id: Uuid,
+    pub contact_id: Option<Uuid>,
+    pub template_id: Option<Uuid>,
+    pub campaign_id: Option<Uuid>,
+    pub source: String,
+    pub status: String,
+    pub from_email: String,
+    pub from_name: Option<String>,
+    pub reply_to: Option<String>,
+    pub to_email: String,
+    pub to_name: Option<String>,
+    pub subject: String,
+    pub html: String,
+    pub headers: Json<Value>,
+    pub attachments: Json<Value>,
+    pub message_id_header: String,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+    pub sent_at: Option<Millis>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+}
+
+/// The list view of a message (no bodies).
+#[derive(Clone, Debug, FromRow)]
+pub struct MessageSummary {
+    pub id: Uuid,
+    pub contact_id: Option<Uuid>,
+    pub template_id: Option<Uuid>,
+    pub campaign_id: Option<Uuid>,
+    pub source: String,
+    pub status: String,
+    pub from_email: String,
+    pub to_email: String,
+    pub subject: String,
+    pub sent_at: Option<Millis>,
+    pub created_at: Millis,
+}
+
+#[derive(Clone, Debug, FromRow)]
+pub struct HistoryEntry {
+    pub status: String,
+    pub detail: Option<String>,
+    pub created_at: Millis,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct MessageFilter {
+    pub status: Option<String>,
+    pub contact_id: Option<Uuid>,
+    pub campaign_id: Option<Uuid>,
+    pub source: Option<String>,
+}
+
+const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, status, from_email, from_name, \
+     reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, attempts, last_error, \
+     sent_at, created_at, updated_at";
+const SUMMARY: &str =
+    "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
+
+pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
+    on_tx!(tx, |conn| {
+        sqlx::query(
+            "INSERT INTO messages (id, project_id, contact_id, template_id, source, status, from_email, from_name, \
+             reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)",
+        )
+        .bind(m.id)
+        .bind(m.project_id)
+        .bind(m.contact_id)
+        .bind(m.template_id)
+        .bind(m.source)
+        .bind(m.status)
+        .bind(m.from_email)
+        .bind(m.from_name)
+        .bind(m.reply_to)
+        .bind(m.to_email)
+        .bind(m.to_name)
+        .bind(m.subject)
+        .bind(m.html)
+        .bind(Json(m.headers))
+        .bind(Json(m.attachments))
+        .bind(m.message_id_header)
+        .bind(m.now)
+        .execute(&mut *conn)
+        .await?;
+    });
+    add_history(tx, m.id, m.status, m.detail, m.now).await
+}
+
+pub async fn add_history(tx: &mut Tx, message_id: Uuid, status: &str, detail: Option<&str>, now: Millis) -> StoreResult<()> {
+    on_tx!(tx, |conn| {
+        sqlx::query("INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES ($1, $2, $3, $4, $5)")
+            .bind(new_id())
+            .bind(message_id)
+            .bind(status)
+            .bind(detail)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+    });
+    Ok(())
+}
+
+/// Moves a message to `status`, counting an attempt when `attempt` is set.
+pub async fn set_status(
+    tx: &mut Tx,
+    id: Uuid,
+    status: &str,
+    last_error: Option<&str>,
+    attempt: bool,
+    now: Millis,
+) -> StoreResult<()> {
+    let sent_at = (status == SENT).then_some(now);
+    on_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE messages SET status = $2, last_error = COALESCE($3, last_error), \
+             attempts = attempts + $4, sent_at = COALESCE($5, sent_at), updated_at = $6 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(last_error)
+        .bind(i32::from(attempt))
+        .bind(sent_at)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    });
+    Ok(())
+}
+
+/// Records an `Idempotency-Key`; false when the project used it within the window.
+pub async fn claim_idempotency_key(tx: &mut Tx, project_id: Uuid, key: &str, now: Millis, window_ms: i64) -> StoreResult<bool> {
+    let n = on_tx!(tx, |conn| {
+        sqlx::query(
+            "INSERT INTO idempotency_keys (project_id, key, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (project_id, key) DO UPDATE SET created_at = excluded.created_at \
+             WHERE idempotency_keys.created_at < $4",
+        )
+        .bind(project_id)
+        .bind(key)
+        .bind(now)
+        .bind(now - window_ms)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+    });
+    Ok(n == 1)
+}
+
+enum Arg {
+    Id(Uuid),
+    Text(String),
+    Int(i64),
+}
+
+impl Store {
+    pub async fn message(&self, id: Uuid) -> StoreResult<Option<Message>> {
+        let q = format!("SELECT {ALL} FROM messages WHERE id = $1");
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(id).fetch_optional(pool).await?))
+    }
+
+    pub async fn project_message(&self, project_id: Uuid, id: Uuid) -> StoreResult<Option<Message>> {
+        let q = format!("SELECT {ALL} FROM messages WHERE project_id = $1 AND id = $2");
+        Ok(read!(self, |pool| {
+            sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id).bind(id).fetch_optional(pool).await?
+        }))
+    }
+
+    pub async fn message_history(&self, message_id: Uuid) -> StoreResult<Vec<HistoryEntry>> {
+        let q = "SELECT status, detail, created_at FROM message_history WHERE message_id = $1 ORDER BY id";
+        Ok(read!(self, |pool| sqlx::query_as(q).bind(message_id).fetch_all(pool).await?))
+    }
+
+    fn message_conditions(project_id: Uuid, f: &MessageFilter) -> (String, Vec<Arg>) {
+        let mut cond = String::from("project_id = $1");
+        let mut args = vec![Arg::Id(project_id)];
+        let mut add = |c: &str, a: Arg| {
+            args.push(a);
+            cond.push_str(&format!(" AND {c} = ${}", args.len()));
+        };
+        if let Some(s) = &f.status {
+            add("status", Arg::Text(s.clone()));
+        }
+        if let Some(c) = f.contact_id {
+            add("contact_id", Arg::Id(c));
+        }
+        if let Some(c) = f.campaign_id {
+            add("campaign_id", Arg::Id(c));
+        }
+        if let Some(s) = &f.source {
+            add("source", Arg::Text(s.clone()));
+        }
+        (cond, args)
+    }
+
+    /// Messages newest first, below the `before` id.
+    pub async fn list_messages(
+        &self,
+        project_id: Uuid,
+        filter: &MessageFilter,
+        limit: u32,
+        before: Option<Uuid>,
+    ) -> StoreResult<(Vec<MessageSummary>, bool)> {
+        let (mut cond, mut args) = Self::message_conditions(project_id, filter);
+        if let Some(b) = before {
+            args.push(Arg::Id(b));
+            cond.push_str(&format!(" AND id < ${}", args.len()));
+        }
+        args.push(Arg::Int(i64::from(limit) + 1));
+        let q = format!("SELECT {SUMMARY} FROM messages WHERE {cond} ORDER BY id DESC LIMIT ${}", args.len());
+        let rows: Vec<MessageSummary> = read!(self, |pool| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+            for a in &args {
+                query = match a {
+                    Arg::Id(u) => query.bind(*u),
+                    Arg::Text(t) => query.bind(t.clone()),
+                    Arg::Int(i) => query.bind(*i),
+                };
+            }
+            query.fetch_all(pool).await?
+        });
+        let more = rows.len() > limit as usize;
+        Ok((rows.into_iter().take(limit as usize).collect(), more))
+    }
+
+    pub async fn count_messages(&self, project_id: Uuid, filter: &MessageFilter) -> StoreResult<i64> {
+        let (cond, args) = Self::message_conditions(project_id, filter);
+        let q = format!("SELECT count(*) FROM messages WHERE {cond}");
+        let (n,): (i64,) = read!(self, |pool| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+            for a in &args {
+                query = match a {
+                    Arg::Id(u) => query.bind(*u),
+                    Arg::Text(t) => query.bind(t.clone()),
+                    Arg::Int(i) => query.bind(*i),
+                };
+            }
+            query.fetch_one(pool).await?
+        });
+        Ok(n)
+    }
+
+    /// Messages of a project in a status (used by tests and the outbox listing).
+    pub async fn count_messages_in_status(&self, status: &str) -> StoreResult<i64> {
+        let q = sql(self.dialect(), "SELECT count(*) FROM messages WHERE status = $1", "SELECT count(*) FROM messages WHERE status = $1");
+        let (n,): (i64,) = read!(self, |pool| sqlx::query_as(q).bind(status).fetch_one(pool).await?);
+        Ok(n)
+    }
+}
