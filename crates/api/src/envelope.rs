@@ -67,7 +67,10 @@ fn render(err: &ApiError, request_id: &str, original: Response) -> Response {
     });
     let (mut parts, _) = original.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     let mut res = Response::from_parts(parts, Body::from(body.to_string()));
     *res.status_mut() = err.status;
     res

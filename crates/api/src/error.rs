@@ -19,7 +19,11 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>, code: impl Into<String>) -> Self {
+    pub fn new(
+        field: impl Into<String>,
+        message: impl Into<String>,
+        code: impl Into<String>,
+    ) -> Self {
         Self {
             field: field.into(),
             message: message.into(),
@@ -64,12 +68,20 @@ impl ApiError {
         };
         Self {
             errors,
-            ..Self::new(StatusCode::UNPROCESSABLE_ENTITY, "VALIDATION_ERROR", message)
+            ..Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "VALIDATION_ERROR",
+                message,
+            )
         }
     }
 
     /// 422 for one field.
-    pub fn field(field: impl Into<String>, message: impl Into<String>, code: impl Into<String>) -> Self {
+    pub fn field(
+        field: impl Into<String>,
+        message: impl Into<String>,
+        code: impl Into<String>,
+    ) -> Self {
         Self::validation(vec![FieldError::new(field, message, code)])
     }
 
@@ -116,7 +128,9 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound => ApiError::not_found("NOT_FOUND", "Resource"),
-            StoreError::Conflict(_) => ApiError::conflict("The resource conflicts with an existing one"),
+            StoreError::Conflict(_) => {
+                ApiError::conflict("The resource conflicts with an existing one")
+            }
             other => ApiError::internal(other),
         }
     }

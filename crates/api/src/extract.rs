@@ -25,7 +25,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| {
-                let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+                let mime = ct
+                    .split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
                 mime == "application/json" || mime.ends_with("+json")
             });
         if !is_json {
@@ -35,7 +40,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                 "Expected a JSON body with Content-Type: application/json",
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(body_rejection)?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(body_rejection)?;
         parse_json(&bytes).map(ApiJson)
     }
 }
@@ -89,7 +96,10 @@ impl<S: Send + Sync> FromRequestParts<S> for RawQuery {
 
 impl RawQuery {
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// An integer parameter in `min..=max`, `default` when absent.

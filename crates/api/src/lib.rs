@@ -21,7 +21,10 @@ use utoipa_axum::router::OpenApiRouter;
 pub use state::{ApiSettings, AppState};
 
 #[derive(OpenApi)]
-#[openapi(info(title = "Herald API", description = "Self-hosted email delivery and audience platform"))]
+#[openapi(info(
+    title = "Herald API",
+    description = "Self-hosted email delivery and audience platform"
+))]
 struct ApiDoc;
 
 /// Every documented route, and the OpenAPI document describing exactly them.
@@ -52,7 +55,10 @@ pub fn router(state: AppState) -> Router {
     )
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
-    .layer(middleware::from_fn_with_state(state.clone(), auth::authenticate))
+    .layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::authenticate,
+    ))
     .layer(DefaultBodyLimit::max(max_body))
     .layer(CatchPanicLayer::custom(envelope::panic_response))
     .layer(middleware::from_fn(envelope::envelope))

@@ -65,7 +65,10 @@ mod tests {
         let d = rl.check(p, 150);
         assert!(!d.allowed);
         assert_eq!(d.reset, 30);
-        assert!(rl.check(Uuid::now_v7(), 150).allowed, "other projects are not affected");
+        assert!(
+            rl.check(Uuid::now_v7(), 150).allowed,
+            "other projects are not affected"
+        );
         assert!(rl.check(p, 180).allowed);
     }
 }

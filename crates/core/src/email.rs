@@ -125,7 +125,11 @@ mod tests {
 
     #[test]
     fn accepts_plus_and_subdomains() {
-        for good in ["a+tag@mail.example.co.uk", "o'brien@example.ie", "x@xn--bcher-kva.example"] {
+        for good in [
+            "a+tag@mail.example.co.uk",
+            "o'brien@example.ie",
+            "x@xn--bcher-kva.example",
+        ] {
             assert!(EmailAddress::parse(good).is_ok(), "{good:?} refused");
         }
     }

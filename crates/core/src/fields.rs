@@ -198,7 +198,12 @@ pub fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
     let date_ok = |b: &[u8]| {
-        b.len() >= 10 && digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10)
+        b.len() >= 10
+            && digits(0..4)
+            && b[4] == b'-'
+            && digits(5..7)
+            && b[7] == b'-'
+            && digits(8..10)
     };
     if b.len() == 10 {
         return date_ok(b) && chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok();
@@ -256,7 +261,10 @@ mod tests {
             .unwrap();
         let changed = patch(json!({"plan": "team", "age": null})).apply(&mut stored);
         assert!(changed);
-        assert_eq!(Value::Object(stored), json!({"plan": "team", "city": "Oslo"}));
+        assert_eq!(
+            Value::Object(stored),
+            json!({"plan": "team", "city": "Oslo"})
+        );
     }
 
     #[test]
@@ -270,7 +278,9 @@ mod tests {
 
     #[test]
     fn transient_values_are_not_stored_but_render() {
-        let p = patch(json!({"code": {"value": "1234", "persistent": false}, "keep": {"value": 1, "persistent": true}}));
+        let p = patch(
+            json!({"code": {"value": "1234", "persistent": false}, "keep": {"value": 1, "persistent": true}}),
+        );
         let mut stored = Map::new();
         p.apply(&mut stored);
         assert_eq!(Value::Object(stored.clone()), json!({"keep": 1}));
@@ -279,16 +289,29 @@ mod tests {
 
     #[test]
     fn reserved_keys_are_dropped_silently() {
-        let p = patch(json!({"id": 1, "email": "x@y.z", "svc_id": 1, "svc_email": 1,
-            "unsubscribeUrl": 1, "subscribeUrl": 1, "manageUrl": 1, "locale": "fr"}));
+        let p = patch(
+            json!({"id": 1, "email": "x@y.z", "svc_id": 1, "svc_email": 1,
+            "unsubscribeUrl": 1, "subscribeUrl": 1, "manageUrl": 1, "locale": "fr"}),
+        );
         assert_eq!(Value::Object(p.set), json!({"locale": "fr"}));
     }
 
     #[test]
     fn non_object_data_and_bad_keys_are_problems() {
-        assert_eq!(DataPatch::parse(Some(&json!([1]))).unwrap_err().code, "invalid_type");
-        assert_eq!(DataPatch::parse(Some(&json!({"": 1}))).unwrap_err().code, "invalid_key");
-        assert_eq!(DataPatch::parse(Some(&json!({"a\nb": 1}))).unwrap_err().code, "invalid_key");
+        assert_eq!(
+            DataPatch::parse(Some(&json!([1]))).unwrap_err().code,
+            "invalid_type"
+        );
+        assert_eq!(
+            DataPatch::parse(Some(&json!({"": 1}))).unwrap_err().code,
+            "invalid_key"
+        );
+        assert_eq!(
+            DataPatch::parse(Some(&json!({"a\nb": 1})))
+                .unwrap_err()
+                .code,
+            "invalid_key"
+        );
         assert!(DataPatch::parse(None).unwrap().is_noop());
     }
 
@@ -298,10 +321,16 @@ mod tests {
         assert_eq!(infer_type(&json!(false)), FieldType::Boolean);
         assert_eq!(infer_type(&json!("2026-01-31")), FieldType::Date);
         assert_eq!(infer_type(&json!("2026-01-31T10:00:00Z")), FieldType::Date);
-        assert_eq!(infer_type(&json!("2026-01-31T10:00:00.123Z")), FieldType::Date);
+        assert_eq!(
+            infer_type(&json!("2026-01-31T10:00:00.123Z")),
+            FieldType::Date
+        );
         assert_eq!(infer_type(&json!("2026-13-31")), FieldType::String);
         assert_eq!(infer_type(&json!("2026-01-31 10:00")), FieldType::String);
-        assert_eq!(infer_type(&json!("2026-01-31T10:00:00+01:00")), FieldType::String);
+        assert_eq!(
+            infer_type(&json!("2026-01-31T10:00:00+01:00")),
+            FieldType::String
+        );
         assert_eq!(infer_type(&json!("hello")), FieldType::String);
     }
 

@@ -35,6 +35,9 @@ mod tests {
     fn iso_has_milliseconds_and_z() {
         assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso(1_795_253_400_123), "2026-11-21T09:30:00.123Z");
-        assert_eq!(parse_iso("2026-11-21T09:30:00.123Z"), Some(1_795_253_400_123));
+        assert_eq!(
+            parse_iso("2026-11-21T09:30:00.123Z"),
+            Some(1_795_253_400_123)
+        );
     }
 }

@@ -72,7 +72,10 @@ impl Engine {
 }
 
 /// Waits until `shutdown` is true or `d` has passed; true when shutting down.
-pub async fn sleep_or_shutdown(shutdown: &mut watch::Receiver<bool>, d: std::time::Duration) -> bool {
+pub async fn sleep_or_shutdown(
+    shutdown: &mut watch::Receiver<bool>,
+    d: std::time::Duration,
+) -> bool {
     if *shutdown.borrow() {
         return true;
     }

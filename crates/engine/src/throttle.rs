@@ -84,10 +84,16 @@ mod tests {
             t.acquire(p).await;
         }
         let took = start.elapsed();
-        assert!(took >= Duration::from_millis(999) && took < Duration::from_millis(1100), "{took:?}");
+        assert!(
+            took >= Duration::from_millis(999) && took < Duration::from_millis(1100),
+            "{took:?}"
+        );
         let other = Instant::now();
         t.acquire(Uuid::now_v7()).await;
-        assert!(other.elapsed() < Duration::from_millis(1), "projects are independent");
+        assert!(
+            other.elapsed() < Duration::from_millis(1),
+            "projects are independent"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -84,7 +84,10 @@ impl Application {
 
     /// Serves HTTP and runs the workers until `shutdown` resolves; then stops taking requests,
     /// lets the workers finish the job in hand, and closes the database.
-    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut workers = if self.workers {
             self.engine.spawn_workers(stop_rx)

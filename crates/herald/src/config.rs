@@ -97,7 +97,10 @@ impl std::fmt::Debug for Config {
 }
 
 fn env_bool(v: &str) -> bool {
-    matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
 }
 
 impl Config {
@@ -108,8 +111,9 @@ impl Config {
             .or_else(|| std::env::var_os("HERALD_CONFIG").map(PathBuf::from));
         let mut config = match file {
             Some(path) => {
-                let text = std::fs::read_to_string(&path)
-                    .with_context(|| format!("reading the configuration file {}", path.display()))?;
+                let text = std::fs::read_to_string(&path).with_context(|| {
+                    format!("reading the configuration file {}", path.display())
+                })?;
                 toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
             }
             None => Config::default(),
@@ -121,7 +125,9 @@ impl Config {
     /// Applies `HERALD_*` variables (and the spec's `DISABLE_SIGNUPS`).
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
         let num = |k: &str, v: String| -> anyhow::Result<u64> {
-            v.trim().parse().with_context(|| format!("{k} must be a whole number"))
+            v.trim()
+                .parse()
+                .with_context(|| format!("{k} must be a whole number"))
         };
         if let Some(v) = get("HERALD_LISTEN") {
             self.listen = v;
@@ -157,7 +163,10 @@ impl Config {
             self.max_body_bytes = num("HERALD_MAX_BODY_BYTES", v)?.try_into()?;
         }
         let float = |k: &str, v: String| -> anyhow::Result<f64> {
-            let f: f64 = v.trim().parse().with_context(|| format!("{k} must be a number"))?;
+            let f: f64 = v
+                .trim()
+                .parse()
+                .with_context(|| format!("{k} must be a number"))?;
             anyhow::ensure!(f.is_finite() && f >= 0.0, "{k} must be a positive number");
             Ok(f)
         };
@@ -195,7 +204,8 @@ impl Config {
             self.send_lease_secs = float("HERALD_SEND_LEASE_SECS", v)?;
         }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
-            self.database_max_connections = num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
+            self.database_max_connections =
+                num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
         }
         Ok(())
     }
@@ -218,7 +228,12 @@ impl Config {
                 .split(['/', ':'])
                 .next()
                 .unwrap_or("");
-            self.spf_mechanism = format!("a:{host}");
+            // An IP gets the ip4/ip6 mechanism; a host name its A record.
+            self.spf_mechanism = match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V4(ip)) => format!("ip4:{ip}"),
+                Ok(std::net::IpAddr::V6(ip)) => format!("ip6:{ip}"),
+                Err(_) => format!("a:{host}"),
+            };
         }
         self
     }
@@ -255,7 +270,10 @@ impl Config {
         let path = self.data_dir.join("secret");
         match std::fs::read_to_string(&path) {
             Ok(s) if s.trim().len() >= 32 => return Ok(s.trim().as_bytes().to_vec()),
-            Ok(_) => anyhow::bail!("{} is too short; delete it to generate a new one", path.display()),
+            Ok(_) => anyhow::bail!(
+                "{} is too short; delete it to generate a new one",
+                path.display()
+            ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         }
@@ -333,12 +351,22 @@ mod tests {
         assert_eq!(c.rate_limit_per_minute, 50);
         assert_eq!(c.public_url, "http://0.0.0.0:9000");
         assert!(c.database_url.starts_with("sqlite://"));
+        assert_eq!(c.spf_mechanism, "ip4:0.0.0.0");
+        let named = Config {
+            public_url: "https://mail.example.com".into(),
+            ..Config::default()
+        }
+        .resolved();
+        assert_eq!(named.spf_mechanism, "a:mail.example.com");
     }
 
     #[test]
     fn bad_numbers_are_errors() {
         let mut c = Config::default();
-        assert!(c.apply_env(|k| (k == "HERALD_RATE_LIMIT_PER_MINUTE").then(|| "lots".into())).is_err());
+        assert!(
+            c.apply_env(|k| (k == "HERALD_RATE_LIMIT_PER_MINUTE").then(|| "lots".into()))
+                .is_err()
+        );
     }
 
     #[test]
@@ -350,7 +378,10 @@ mod tests {
             ..Config::default()
         };
         let t = c.redacted_toml();
-        assert!(!t.contains("hunter2") && !t.contains("p%40ss") && !t.contains(&"x".repeat(40)), "{t}");
+        assert!(
+            !t.contains("hunter2") && !t.contains("p%40ss") && !t.contains(&"x".repeat(40)),
+            "{t}"
+        );
         assert!(t.contains("postgres://herald:***@db/herald"));
         assert!(format!("{c:?}").contains("[redacted]"));
     }

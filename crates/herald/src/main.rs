@@ -3,11 +3,15 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use herald::app::{Application, open_store, shutdown_signal};
 use herald::Config;
+use herald::app::{Application, open_store, shutdown_signal};
 
 #[derive(Parser)]
-#[command(name = "herald", version, about = "Self-hosted email delivery and audience platform")]
+#[command(
+    name = "herald",
+    version,
+    about = "Self-hosted email delivery and audience platform"
+)]
 struct Cli {
     /// TOML configuration file (also HERALD_CONFIG); environment variables override it.
     #[arg(long, global = true)]
@@ -49,7 +53,11 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Migrate => {
             let store = open_store(&config).await?;
-            println!("migrations applied ({} database {})", store.engine_name(), config.database_description());
+            println!(
+                "migrations applied ({} database {})",
+                store.engine_name(),
+                config.database_description()
+            );
         }
         Command::Config => print!("{}", config.redacted_toml()),
         Command::Outbox { show } => outbox(&config, show.as_deref())?,
@@ -60,7 +68,9 @@ async fn main() -> anyhow::Result<()> {
 fn outbox(config: &Config, show: Option<&str>) -> anyhow::Result<()> {
     let outbox = herald_mail::transport::OutboxTransport::new(config.data_dir.join("outbox"));
     if let Some(id) = show {
-        let bytes = outbox.read(id).map_err(|e| anyhow::anyhow!("reading message {id}: {e}"))?;
+        let bytes = outbox
+            .read(id)
+            .map_err(|e| anyhow::anyhow!("reading message {id}: {e}"))?;
         use std::io::Write;
         std::io::stdout().write_all(&bytes)?;
         return Ok(());
@@ -70,7 +80,10 @@ fn outbox(config: &Config, show: Option<&str>) -> anyhow::Result<()> {
     println!("{} message(s) in {}", entries.len(), outbox.dir().display());
     for (id, size, at) in entries {
         let at: chrono::DateTime<chrono::Utc> = at.into();
-        println!("{id}  {size:>9} bytes  {}", at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        println!(
+            "{id}  {size:>9} bytes  {}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
     }
     Ok(())
 }

@@ -38,6 +38,24 @@ use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
 use lettre::transport::smtp::extension::ClientId;
 use tokio::sync::Semaphore;
 
+/// Why a connection could not be set up.
+enum SetupError {
+    Smtp(lettre::transport::smtp::Error),
+    Io(std::io::Error),
+}
+
+impl From<lettre::transport::smtp::Error> for SetupError {
+    fn from(e: lettre::transport::smtp::Error) -> Self {
+        SetupError::Smtp(e)
+    }
+}
+
+impl From<std::io::Error> for SetupError {
+    fn from(e: std::io::Error) -> Self {
+        SetupError::Io(e)
+    }
+}
+
 /// SMTP envelope: reverse path and forward paths.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
@@ -574,7 +592,11 @@ impl SmtpTransport {
         }
         match tokio::time::timeout(self.timeout, self.connect()).await {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(classify(&e, Stage::Setup, &NO_ENVELOPE, b"")),
+            Ok(Err(SetupError::Smtp(e))) => Err(classify(&e, Stage::Setup, &NO_ENVELOPE, b"")),
+            Ok(Err(SetupError::Io(e))) => Err(TransportError::Transient(format!(
+                "Connection error: {e} ({})",
+                self.url.redacted()
+            ))),
             Err(_) => Err(TransportError::Transient(format!(
                 "timed out after {:?} connecting to {}",
                 self.timeout,
@@ -597,19 +619,28 @@ impl SmtpTransport {
     }
 
     /// TCP (+ implicit TLS), greeting, EHLO, STARTTLS + EHLO when required, AUTH.
-    async fn connect(&self) -> Result<AsyncSmtpConnection, lettre::transport::smtp::Error> {
-        let wrapper = match self.url.security {
-            SmtpSecurity::ImplicitTls => self.tls.clone(),
-            SmtpSecurity::StartTls | SmtpSecurity::None => None,
+    async fn connect(&self) -> Result<AsyncSmtpConnection, SetupError> {
+        let mut conn = match self.url.security {
+            SmtpSecurity::ImplicitTls => {
+                AsyncSmtpConnection::connect_tokio1(
+                    (self.url.host.as_str(), self.url.port),
+                    Some(self.timeout),
+                    &self.hello,
+                    self.tls.clone(),
+                    None,
+                )
+                .await?
+            }
+            SmtpSecurity::StartTls | SmtpSecurity::None => {
+                // Our own socket, for TCP_NODELAY: lettre writes the body and the final
+                // "\r\n.\r\n" separately, and with Nagle's algorithm against a peer's delayed
+                // ACK every message would wait about 40 ms.
+                let tcp =
+                    tokio::net::TcpStream::connect((self.url.host.as_str(), self.url.port)).await?;
+                tcp.set_nodelay(true)?;
+                AsyncSmtpConnection::connect_with_transport(Box::new(tcp), &self.hello).await?
+            }
         };
-        let mut conn = AsyncSmtpConnection::connect_tokio1(
-            (self.url.host.as_str(), self.url.port),
-            Some(self.timeout),
-            &self.hello,
-            wrapper,
-            None,
-        )
-        .await?;
         if let (SmtpSecurity::StartTls, Some(params)) = (self.url.security, &self.tls) {
             // Fails when the server does not offer STARTTLS: never fall back to plaintext.
             conn.starttls(params.clone(), &self.hello).await?;
@@ -618,7 +649,7 @@ impl SmtpTransport {
             && let Err(e) = conn.auth(DEFAULT_MECHANISMS, credentials).await
         {
             conn.abort().await;
-            return Err(e);
+            return Err(e.into());
         }
         Ok(conn)
     }

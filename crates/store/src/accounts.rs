@@ -73,12 +73,18 @@ impl Store {
 
     pub async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
         let q = "SELECT id, email, password_hash, created_at FROM users WHERE email = $1";
-        Ok(read!(self, |pool| sqlx::query_as(q).bind(email).fetch_optional(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(q)
+            .bind(email)
+            .fetch_optional(pool)
+            .await?))
     }
 
     pub async fn user_by_id(&self, id: Uuid) -> StoreResult<Option<User>> {
         let q = "SELECT id, email, password_hash, created_at FROM users WHERE id = $1";
-        Ok(read!(self, |pool| sqlx::query_as(q).bind(id).fetch_optional(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(q)
+            .bind(id)
+            .fetch_optional(pool)
+            .await?))
     }
 
     /// Creates a project with `owner` as its OWNER, in one transaction.
@@ -120,17 +126,32 @@ impl Store {
 
     pub async fn project_by_id(&self, id: Uuid) -> StoreResult<Option<Project>> {
         let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE id = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(id).fetch_optional(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+            q.as_str()
+        ))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?))
     }
 
     pub async fn project_by_public_key(&self, key: &str) -> StoreResult<Option<Project>> {
         let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE public_key = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(key).fetch_optional(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+            q.as_str()
+        ))
+        .bind(key)
+        .fetch_optional(pool)
+        .await?))
     }
 
     pub async fn project_by_secret_hash(&self, hash: &str) -> StoreResult<Option<Project>> {
         let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE secret_key_hash = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(hash).fetch_optional(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+            q.as_str()
+        ))
+        .bind(hash)
+        .fetch_optional(pool)
+        .await?))
     }
 
     pub async fn projects_of_user(&self, user: Uuid) -> StoreResult<Vec<Membership>> {
@@ -138,14 +159,21 @@ impl Store {
                  p.disabled, p.disabled_reason, p.created_at, p.updated_at, m.role \
                  FROM projects p JOIN project_members m ON m.project_id = p.id \
                  WHERE m.user_id = $1 ORDER BY p.id";
-        Ok(read!(self, |pool| sqlx::query_as(q).bind(user).fetch_all(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(q)
+            .bind(user)
+            .fetch_all(pool)
+            .await?))
     }
 
     /// The role of `user` in `project`, if a member.
     pub async fn member_role(&self, project: Uuid, user: Uuid) -> StoreResult<Option<String>> {
         let q = "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2";
         let role: Option<(String,)> = read!(self, |pool| {
-            sqlx::query_as(q).bind(project).bind(user).fetch_optional(pool).await?
+            sqlx::query_as(q)
+                .bind(project)
+                .bind(user)
+                .fetch_optional(pool)
+                .await?
         });
         Ok(role.map(|r| r.0))
     }
@@ -176,7 +204,12 @@ impl Store {
     }
 
     /// Replaces both keys at once; the old ones stop working with this commit.
-    pub async fn replace_keys(&self, id: Uuid, keys: &StoredKeys, now: Millis) -> StoreResult<Project> {
+    pub async fn replace_keys(
+        &self,
+        id: Uuid,
+        keys: &StoredKeys,
+        now: Millis,
+    ) -> StoreResult<Project> {
         let q = "UPDATE projects SET public_key = $2, secret_key_hash = $3, secret_key_prefix = $4, \
                  updated_at = $5 WHERE id = $1";
         let done = write!(self, |pool| {

@@ -5,10 +5,10 @@ use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
 use serde_json::{Map, Value, json};
-use sqlx::{AssertSqlSafe, FromRow};
 use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, FromRow};
 
-use crate::engine::{Dialect, sql};
+use crate::engine::sql;
 use crate::{Store, StoreError, StoreResult, Tx};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -79,60 +79,59 @@ pub const UNSUBSCRIBED_EVENT: &str = "contact.unsubscribed";
 /// Upserts inside `tx`: merges data, records field types, and records `contact.subscribed` /
 /// `contact.unsubscribed` when an existing contact's state flips.
 pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult<UpsertOutcome> {
-    // Two rounds at most: an insert that loses a race to a concurrent one finds the row next.
-    for _ in 0..2 {
-        if let Some(existing) = select_by_email(tx, req.project_id, req.email).await? {
-            let contact = apply_update(
-                tx,
-                req.project_id,
-                existing,
-                &ContactUpdate {
-                    email: None,
-                    subscribed: req.subscribed,
-                    patch: req.patch,
-                    now: req.now,
-                },
-            )
-            .await?;
-            return Ok(UpsertOutcome {
-                contact,
-                is_new: false,
-            });
-        }
-        let mut data = Map::new();
-        req.patch.apply(&mut data);
-        let contact = Contact {
-            id: new_id(),
-            email: req.email.to_owned(),
-            subscribed: req.subscribed.unwrap_or(req.default_subscribed),
-            data,
-            created_at: req.now,
-            updated_at: req.now,
-        };
-        let inserted = on_tx!(tx, |conn| {
-            sqlx::query(
-                "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, email) DO NOTHING",
-            )
-            .bind(contact.id)
-            .bind(req.project_id)
-            .bind(&contact.email)
-            .bind(contact.subscribed)
-            .bind(Json(&contact.data))
-            .bind(req.now)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected()
+    // Insert first: a new contact costs one statement (plus its field types); an existing one
+    // falls through to the locked read and update. A lost race also falls through.
+    let mut data = Map::new();
+    req.patch.apply(&mut data);
+    let contact = Contact {
+        id: new_id(),
+        email: req.email.to_owned(),
+        subscribed: req.subscribed.unwrap_or(req.default_subscribed),
+        data,
+        created_at: req.now,
+        updated_at: req.now,
+    };
+    let inserted = on_tx!(tx, |conn| {
+        sqlx::query(
+            "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, email) DO NOTHING",
+        )
+        .bind(contact.id)
+        .bind(req.project_id)
+        .bind(&contact.email)
+        .bind(contact.subscribed)
+        .bind(Json(&contact.data))
+        .bind(req.now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+    });
+    if inserted == 1 {
+        crate::fields::record_types(tx, req.project_id, req.patch, req.now).await?;
+        return Ok(UpsertOutcome {
+            contact,
+            is_new: true,
         });
-        if inserted == 1 {
-            crate::fields::record_types(tx, req.project_id, req.patch, req.now).await?;
-            return Ok(UpsertOutcome {
-                contact,
-                is_new: true,
-            });
-        }
     }
-    Err(StoreError::Conflict("contacts_project_email_key".into()))
+    let existing = select_by_email(tx, req.project_id, req.email)
+        .await?
+        .ok_or_else(|| StoreError::Conflict("contacts_project_email_key".into()))?;
+    let contact = apply_update(
+        tx,
+        req.project_id,
+        existing,
+        &ContactUpdate {
+            email: None,
+            subscribed: req.subscribed,
+            patch: req.patch,
+            now: req.now,
+        },
+    )
+    .await?;
+    Ok(UpsertOutcome {
+        contact,
+        is_new: false,
+    })
 }
 
 /// Patches a contact by id inside `tx`. `Conflict` when the new email belongs to another contact.
@@ -160,7 +159,11 @@ pub async fn update_contact(
     apply_update(tx, project_id, existing, change).await
 }
 
-async fn select_by_email(tx: &mut Tx, project_id: Uuid, email: &str) -> StoreResult<Option<Contact>> {
+async fn select_by_email(
+    tx: &mut Tx,
+    project_id: Uuid,
+    email: &str,
+) -> StoreResult<Option<Contact>> {
     let q = sql(
         tx.dialect(),
         "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
@@ -185,11 +188,9 @@ async fn apply_update(
     change: &ContactUpdate<'_>,
 ) -> StoreResult<Contact> {
     let mut changed = change.patch.apply(&mut contact.data);
-    if let Some(email) = change.email {
-        if email != contact.email {
-            contact.email = email.to_owned();
-            changed = true;
-        }
+    if let Some(email) = change.email.filter(|e| *e != contact.email) {
+        contact.email = email.to_owned();
+        changed = true;
     }
     let flipped = change.subscribed.filter(|s| *s != contact.subscribed);
     if let Some(s) = flipped {
@@ -216,7 +217,11 @@ async fn apply_update(
     });
     crate::fields::record_types(tx, project_id, change.patch, change.now).await?;
     if let Some(s) = flipped {
-        let name = if s { SUBSCRIBED_EVENT } else { UNSUBSCRIBED_EVENT };
+        let name = if s {
+            SUBSCRIBED_EVENT
+        } else {
+            UNSUBSCRIBED_EVENT
+        };
         crate::events::insert_event(
             tx,
             project_id,
@@ -274,15 +279,27 @@ impl Store {
     pub async fn contact(&self, project_id: Uuid, id: Uuid) -> StoreResult<Option<Contact>> {
         let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2");
         let row: Option<ContactRow> = read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id).bind(id).fetch_optional(pool).await?
+            sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
         });
         Ok(row.map(Contact::from))
     }
 
-    pub async fn contact_by_email(&self, project_id: Uuid, email: &str) -> StoreResult<Option<Contact>> {
+    pub async fn contact_by_email(
+        &self,
+        project_id: Uuid,
+        email: &str,
+    ) -> StoreResult<Option<Contact>> {
         let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND email = $2");
         let row: Option<ContactRow> = read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id).bind(email).fetch_optional(pool).await?
+            sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .bind(email)
+                .fetch_optional(pool)
+                .await?
         });
         Ok(row.map(Contact::from))
     }
@@ -308,29 +325,39 @@ impl Store {
         before: Option<Uuid>,
         search: Option<&str>,
     ) -> StoreResult<ContactPage> {
+        // Conditions are added only when present: `($2 IS NULL OR id < $2)` would keep SQLite
+        // from seeking the (project_id, id) index to the cursor.
         let pattern = search.map(like_pattern);
+        let mut cond = String::from("project_id = $1");
+        let mut n = 1;
+        if before.is_some() {
+            n += 1;
+            cond.push_str(&format!(" AND id < ${n}"));
+        }
+        if pattern.is_some() {
+            n += 1;
+            cond.push_str(&format!(" AND email LIKE ${n} ESCAPE '\\'"));
+        }
         let q = format!(
-            "SELECT {COLUMNS} FROM contacts WHERE project_id = $1 \
-             AND ($2 IS NULL OR id < $2) AND ($3 IS NULL OR email LIKE $3 ESCAPE '\\') \
-             ORDER BY id DESC LIMIT $4"
+            "SELECT {COLUMNS} FROM contacts WHERE {cond} ORDER BY id DESC LIMIT ${}",
+            n + 1
         );
-        let q = if self.dialect() == Dialect::Postgres {
-            q.replace("$2 IS NULL", "$2::uuid IS NULL")
-                .replace("$3 IS NULL", "$3::text IS NULL")
-        } else {
-            q
-        };
         let rows: Vec<ContactRow> = read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str()))
-                .bind(project_id)
-                .bind(before)
-                .bind(&pattern)
-                .bind(i64::from(limit) + 1)
-                .fetch_all(pool)
-                .await?
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
+            if let Some(b) = before {
+                query = query.bind(b);
+            }
+            if let Some(p) = &pattern {
+                query = query.bind(p.clone());
+            }
+            query.bind(i64::from(limit) + 1).fetch_all(pool).await?
         });
         let has_more = rows.len() > limit as usize;
-        let contacts = rows.into_iter().take(limit as usize).map(Contact::from).collect();
+        let contacts = rows
+            .into_iter()
+            .take(limit as usize)
+            .map(Contact::from)
+            .collect();
         Ok(ContactPage { contacts, has_more })
     }
 
@@ -356,7 +383,11 @@ impl Store {
     }
 
     /// The (email, id) of each given email that is a contact of the project.
-    pub async fn lookup_contacts(&self, project_id: Uuid, emails: &[String]) -> StoreResult<Vec<(String, Uuid)>> {
+    pub async fn lookup_contacts(
+        &self,
+        project_id: Uuid,
+        emails: &[String],
+    ) -> StoreResult<Vec<(String, Uuid)>> {
         let q = sql(
             self.dialect(),
             "SELECT email, id FROM contacts WHERE project_id = $1 \
@@ -366,7 +397,11 @@ impl Store {
         );
         let list = Json(emails);
         Ok(read!(self, |pool| {
-            sqlx::query_as(q).bind(project_id).bind(&list).fetch_all(pool).await?
+            sqlx::query_as(q)
+                .bind(project_id)
+                .bind(list)
+                .fetch_all(pool)
+                .await?
         }))
     }
 }

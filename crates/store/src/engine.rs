@@ -131,7 +131,8 @@ impl Store {
     /// Connects to `sqlite://path` (created if missing) or `postgres://...`.
     pub async fn connect(url: &str, opts: &StoreOptions) -> anyhow::Result<Store> {
         let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let mut connect = PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
+            let mut connect =
+                PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
             if let Some(schema) = &opts.pg_schema {
                 connect = connect.options([("search_path", schema.as_str())]);
             }
@@ -204,7 +205,10 @@ impl Store {
 
     /// True when the database answers.
     pub async fn ping(&self) -> bool {
-        read!(self, |pool| sqlx::query("SELECT 1").execute(pool).await.is_ok())
+        read!(self, |pool| sqlx::query("SELECT 1")
+            .execute(pool)
+            .await
+            .is_ok())
     }
 
     /// Starts a write transaction.

@@ -18,14 +18,14 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        if let sqlx::Error::Database(db) = &e {
-            if db.is_unique_violation() {
-                let what = db
-                    .constraint()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| db.message().to_owned());
-                return StoreError::Conflict(what);
-            }
+        if let sqlx::Error::Database(db) = &e
+            && db.is_unique_violation()
+        {
+            let what = db
+                .constraint()
+                .map(str::to_owned)
+                .unwrap_or_else(|| db.message().to_owned());
+            return StoreError::Conflict(what);
         }
         if matches!(e, sqlx::Error::RowNotFound) {
             return StoreError::NotFound;

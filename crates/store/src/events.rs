@@ -46,7 +46,12 @@ pub async fn insert_event(
 
 impl Store {
     /// The events of one contact, newest first.
-    pub async fn events_of_contact(&self, project_id: Uuid, contact_id: Uuid, limit: u32) -> StoreResult<Vec<Event>> {
+    pub async fn events_of_contact(
+        &self,
+        project_id: Uuid,
+        contact_id: Uuid,
+        limit: u32,
+    ) -> StoreResult<Vec<Event>> {
         let q = "SELECT id, contact_id, name, data, created_at FROM events \
                  WHERE project_id = $1 AND contact_id = $2 ORDER BY id DESC LIMIT $3";
         Ok(read!(self, |pool| {

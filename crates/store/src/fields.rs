@@ -7,24 +7,39 @@ use herald_core::fields::{DataPatch, FieldType};
 use herald_core::ids::Uuid;
 use herald_core::time::Millis;
 use serde_json::Value;
+use sqlx::AssertSqlSafe;
 
 use crate::engine::sql;
 use crate::{Store, StoreResult, Tx};
 
 /// Records the type of every leaf the patch stores, unless the key already has one.
-pub(crate) async fn record_types(tx: &mut Tx, project_id: Uuid, patch: &DataPatch, now: Millis) -> StoreResult<()> {
-    for (key, ty) in patch.typed_leaves() {
-        on_tx!(tx, |conn| {
-            sqlx::query(
-                "INSERT INTO contact_fields (project_id, key, type, created_at) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (project_id, key) DO NOTHING",
-            )
-            .bind(project_id)
-            .bind(&key)
-            .bind(ty.as_str())
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
+pub(crate) async fn record_types(
+    tx: &mut Tx,
+    project_id: Uuid,
+    patch: &DataPatch,
+    now: Millis,
+) -> StoreResult<()> {
+    let mut leaves = patch.typed_leaves();
+    leaves.sort_by(|a, b| a.0.cmp(&b.0));
+    leaves.dedup_by(|a, b| a.0 == b.0);
+    // One statement per 500 keys (bind-parameter limits): `($1, $2, $3, $4), ($1, $2, $5, $6), ...`.
+    for chunk in leaves.chunks(500) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|i| format!("($1, $2, ${}, ${})", 3 + 2 * i, 4 + 2 * i))
+            .collect();
+        let q = format!(
+            "INSERT INTO contact_fields (project_id, created_at, key, type) VALUES {} \
+             ON CONFLICT (project_id, key) DO NOTHING",
+            values.join(", ")
+        );
+        on_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .bind(now);
+            for (key, ty) in chunk {
+                query = query.bind(key.clone()).bind(ty.as_str());
+            }
+            query.execute(&mut *conn).await?;
         });
     }
     Ok(())
@@ -55,10 +70,12 @@ pub struct CustomField {
 impl Store {
     pub async fn custom_fields(&self, project_id: Uuid) -> StoreResult<Vec<CustomField>> {
         let rows: Vec<(String, String)> = read!(self, |pool| {
-            sqlx::query_as("SELECT key, type FROM contact_fields WHERE project_id = $1 ORDER BY key")
-                .bind(project_id)
-                .fetch_all(pool)
-                .await?
+            sqlx::query_as(
+                "SELECT key, type FROM contact_fields WHERE project_id = $1 ORDER BY key",
+            )
+            .bind(project_id)
+            .fetch_all(pool)
+            .await?
         });
         Ok(rows
             .into_iter()
@@ -71,7 +88,11 @@ impl Store {
 
     /// How many contacts have each key set. Top-level keys are counted in one pass; nested
     /// paths (`address.city`) one query each.
-    pub async fn field_counts(&self, project_id: Uuid, keys: &[String]) -> StoreResult<HashMap<String, i64>> {
+    pub async fn field_counts(
+        &self,
+        project_id: Uuid,
+        keys: &[String],
+    ) -> StoreResult<HashMap<String, i64>> {
         let q = sql(
             self.dialect(),
             "SELECT j.key, count(*) FROM contacts c, json_each(c.data) j \
@@ -88,9 +109,12 @@ impl Store {
             .filter(|k| k.contains('.') && !counts.contains_key(*k))
             .collect();
         for key in nested {
-            let (n,): (i64,) = read_each!(self,
-                sqlite |pool| {
-                    sqlx::query_as(
+            let (n,): (i64,) = read_each!(
+                self,
+                sqlite
+                    | pool
+                    | {
+                        sqlx::query_as(
                         "SELECT count(*) FROM contacts WHERE project_id = $1 AND json_type(data, $2) IS NOT NULL \
                          AND json_type(data, $2) != 'null'",
                     )
@@ -98,9 +122,11 @@ impl Store {
                     .bind(sqlite_path(key))
                     .fetch_one(pool)
                     .await?
-                },
-                postgres |pool| {
-                    sqlx::query_as(
+                    },
+                postgres
+                    | pool
+                    | {
+                        sqlx::query_as(
                         "SELECT count(*) FROM contacts WHERE project_id = $1 AND data #> $2 IS NOT NULL \
                          AND jsonb_typeof(data #> $2) != 'null'",
                     )
@@ -108,7 +134,7 @@ impl Store {
                     .bind(pg_path(key))
                     .fetch_one(pool)
                     .await?
-                },
+                    },
             );
             counts.insert(key.clone(), n);
         }
@@ -116,10 +142,18 @@ impl Store {
     }
 
     /// Distinct values of a custom field, at most `limit`, as JSON values.
-    pub async fn field_values(&self, project_id: Uuid, key: &str, limit: u32) -> StoreResult<Vec<Value>> {
-        let texts: Vec<(String,)> = read_each!(self,
-            sqlite |pool| {
-                sqlx::query_as(
+    pub async fn field_values(
+        &self,
+        project_id: Uuid,
+        key: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<Value>> {
+        let texts: Vec<(String,)> = read_each!(
+            self,
+            sqlite
+                | pool
+                | {
+                    sqlx::query_as(
                     "SELECT DISTINCT data -> $2 AS v FROM contacts WHERE project_id = $1 \
                      AND json_type(data, $2) IS NOT NULL AND json_type(data, $2) != 'null' ORDER BY v LIMIT $3",
                 )
@@ -128,9 +162,11 @@ impl Store {
                 .bind(i64::from(limit))
                 .fetch_all(pool)
                 .await?
-            },
-            postgres |pool| {
-                sqlx::query_as(
+                },
+            postgres
+                | pool
+                | {
+                    sqlx::query_as(
                     "SELECT DISTINCT (data #> $2)::text AS v FROM contacts WHERE project_id = $1 \
                      AND data #> $2 IS NOT NULL AND jsonb_typeof(data #> $2) != 'null' ORDER BY v LIMIT $3",
                 )
@@ -139,7 +175,7 @@ impl Store {
                 .bind(i64::from(limit))
                 .fetch_all(pool)
                 .await?
-            },
+                },
         );
         Ok(texts
             .into_iter()
@@ -149,12 +185,25 @@ impl Store {
 
     /// Removes a custom field (and its nested paths) from every contact of the project and
     /// forgets its type. False when the project had no such field.
-    pub async fn delete_field(&self, project_id: Uuid, key: &str, now: Millis) -> StoreResult<bool> {
+    pub async fn delete_field(
+        &self,
+        project_id: Uuid,
+        key: &str,
+        now: Millis,
+    ) -> StoreResult<bool> {
         let mut tx = self.begin().await?;
-        let prefix = format!("{key}.%");
+        // `%`, `_` and `\` in the key match themselves.
+        let escaped: String = key
+            .chars()
+            .flat_map(|c| match c {
+                '%' | '_' | '\\' => vec!['\\', c],
+                c => vec![c],
+            })
+            .collect();
+        let prefix = format!("{escaped}.%");
         let known = on_tx!(&mut tx, |conn| {
             sqlx::query(
-                "DELETE FROM contact_fields WHERE project_id = $1 AND (key = $2 OR key LIKE $3)",
+                "DELETE FROM contact_fields WHERE project_id = $1 AND (key = $2 OR key LIKE $3 ESCAPE '\\')",
             )
             .bind(project_id)
             .bind(key)
@@ -163,27 +212,32 @@ impl Store {
             .await?
             .rows_affected()
         });
-        let touched = on_tx_each!(&mut tx,
-            sqlite |conn| sqlx::query(
-                "UPDATE contacts SET data = json_remove(data, $2), updated_at = $3 \
+        let touched = on_tx_each!(
+            &mut tx,
+            sqlite
+                | conn
+                | sqlx::query(
+                    "UPDATE contacts SET data = json_remove(data, $2), updated_at = $3 \
                  WHERE project_id = $1 AND json_type(data, $2) IS NOT NULL",
-            )
-            .bind(project_id)
-            .bind(sqlite_path(key))
-            .bind(now)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected(),
-            postgres |conn| sqlx::query(
-                "UPDATE contacts SET data = data #- $2, updated_at = $3 \
+                )
+                .bind(project_id)
+                .bind(sqlite_path(key))
+                .bind(now)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected(),
+            postgres
+                | conn
+                | sqlx::query(
+                    "UPDATE contacts SET data = data #- $2, updated_at = $3 \
                  WHERE project_id = $1 AND data #> $2 IS NOT NULL",
-            )
-            .bind(project_id)
-            .bind(pg_path(key))
-            .bind(now)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected(),
+                )
+                .bind(project_id)
+                .bind(pg_path(key))
+                .bind(now)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected(),
         );
         tx.commit().await?;
         Ok(known > 0 || touched > 0)

@@ -57,13 +57,22 @@ pub async fn enqueue(
 /// Completes (deletes) a job inside a transaction, so the job's effect and its ack commit together.
 pub async fn complete(tx: &mut Tx, id: Uuid) -> StoreResult<()> {
     on_tx!(tx, |conn| {
-        sqlx::query("DELETE FROM jobs WHERE id = $1").bind(id).execute(&mut *conn).await?;
+        sqlx::query("DELETE FROM jobs WHERE id = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
     });
     Ok(())
 }
 
 /// Reschedules a job for another attempt.
-pub async fn retry(tx: &mut Tx, id: Uuid, run_at: Millis, error: &str, now: Millis) -> StoreResult<()> {
+pub async fn retry(
+    tx: &mut Tx,
+    id: Uuid,
+    run_at: Millis,
+    error: &str,
+    now: Millis,
+) -> StoreResult<()> {
     on_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE jobs SET state = 'waiting', run_at = $2, lease_until = NULL, last_error = $3, updated_at = $4 \
@@ -96,7 +105,13 @@ pub async fn fail(tx: &mut Tx, id: Uuid, error: &str, now: Millis) -> StoreResul
 
 impl Store {
     /// Leases up to `limit` due jobs of `kind` (waiting and due, or active with an expired lease).
-    pub async fn claim_jobs(&self, kind: &str, limit: u32, now: Millis, lease_ms: i64) -> StoreResult<Vec<Job>> {
+    pub async fn claim_jobs(
+        &self,
+        kind: &str,
+        limit: u32,
+        now: Millis,
+        lease_ms: i64,
+    ) -> StoreResult<Vec<Job>> {
         let q = sql(
             self.dialect(),
             "UPDATE jobs SET state = 'active', lease_until = $3, attempts = attempts + 1, updated_at = $2 \

@@ -7,7 +7,6 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
-use crate::engine::sql;
 use crate::{Store, StoreResult, Tx};
 
 pub const PENDING: &str = "PENDING";
@@ -101,8 +100,7 @@ pub struct MessageFilter {
 const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, status, from_email, from_name, \
      reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, attempts, last_error, \
      sent_at, created_at, updated_at";
-const SUMMARY: &str =
-    "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
+const SUMMARY: &str = "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
 
 pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
     on_tx!(tx, |conn| {
@@ -134,7 +132,13 @@ pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
     add_history(tx, m.id, m.status, m.detail, m.now).await
 }
 
-pub async fn add_history(tx: &mut Tx, message_id: Uuid, status: &str, detail: Option<&str>, now: Millis) -> StoreResult<()> {
+pub async fn add_history(
+    tx: &mut Tx,
+    message_id: Uuid,
+    status: &str,
+    detail: Option<&str>,
+    now: Millis,
+) -> StoreResult<()> {
     on_tx!(tx, |conn| {
         sqlx::query("INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES ($1, $2, $3, $4, $5)")
             .bind(new_id())
@@ -176,7 +180,13 @@ pub async fn set_status(
 }
 
 /// Records an `Idempotency-Key`; false when the project used it within the window.
-pub async fn claim_idempotency_key(tx: &mut Tx, project_id: Uuid, key: &str, now: Millis, window_ms: i64) -> StoreResult<bool> {
+pub async fn claim_idempotency_key(
+    tx: &mut Tx,
+    project_id: Uuid,
+    key: &str,
+    now: Millis,
+    window_ms: i64,
+) -> StoreResult<bool> {
     let n = on_tx!(tx, |conn| {
         sqlx::query(
             "INSERT INTO idempotency_keys (project_id, key, created_at) VALUES ($1, $2, $3) \
@@ -203,19 +213,35 @@ enum Arg {
 impl Store {
     pub async fn message(&self, id: Uuid) -> StoreResult<Option<Message>> {
         let q = format!("SELECT {ALL} FROM messages WHERE id = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str())).bind(id).fetch_optional(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+            q.as_str()
+        ))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?))
     }
 
-    pub async fn project_message(&self, project_id: Uuid, id: Uuid) -> StoreResult<Option<Message>> {
+    pub async fn project_message(
+        &self,
+        project_id: Uuid,
+        id: Uuid,
+    ) -> StoreResult<Option<Message>> {
         let q = format!("SELECT {ALL} FROM messages WHERE project_id = $1 AND id = $2");
         Ok(read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id).bind(id).fetch_optional(pool).await?
+            sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
         }))
     }
 
     pub async fn message_history(&self, message_id: Uuid) -> StoreResult<Vec<HistoryEntry>> {
         let q = "SELECT status, detail, created_at FROM message_history WHERE message_id = $1 ORDER BY id";
-        Ok(read!(self, |pool| sqlx::query_as(q).bind(message_id).fetch_all(pool).await?))
+        Ok(read!(self, |pool| sqlx::query_as(q)
+            .bind(message_id)
+            .fetch_all(pool)
+            .await?))
     }
 
     fn message_conditions(project_id: Uuid, f: &MessageFilter) -> (String, Vec<Arg>) {
@@ -254,7 +280,10 @@ impl Store {
             cond.push_str(&format!(" AND id < ${}", args.len()));
         }
         args.push(Arg::Int(i64::from(limit) + 1));
-        let q = format!("SELECT {SUMMARY} FROM messages WHERE {cond} ORDER BY id DESC LIMIT ${}", args.len());
+        let q = format!(
+            "SELECT {SUMMARY} FROM messages WHERE {cond} ORDER BY id DESC LIMIT ${}",
+            args.len()
+        );
         let rows: Vec<MessageSummary> = read!(self, |pool| {
             let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
             for a in &args {
@@ -270,7 +299,11 @@ impl Store {
         Ok((rows.into_iter().take(limit as usize).collect(), more))
     }
 
-    pub async fn count_messages(&self, project_id: Uuid, filter: &MessageFilter) -> StoreResult<i64> {
+    pub async fn count_messages(
+        &self,
+        project_id: Uuid,
+        filter: &MessageFilter,
+    ) -> StoreResult<i64> {
         let (cond, args) = Self::message_conditions(project_id, filter);
         let q = format!("SELECT count(*) FROM messages WHERE {cond}");
         let (n,): (i64,) = read!(self, |pool| {
@@ -284,13 +317,6 @@ impl Store {
             }
             query.fetch_one(pool).await?
         });
-        Ok(n)
-    }
-
-    /// Messages of a project in a status (used by tests and the outbox listing).
-    pub async fn count_messages_in_status(&self, status: &str) -> StoreResult<i64> {
-        let q = sql(self.dialect(), "SELECT count(*) FROM messages WHERE status = $1", "SELECT count(*) FROM messages WHERE status = $1");
-        let (n,): (i64,) = read!(self, |pool| sqlx::query_as(q).bind(status).fetch_one(pool).await?);
         Ok(n)
     }
 }

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use mail_auth::common::parse::TxtRecordParser;
 use mail_auth::common::verify::DomainKey;
-use mail_auth::{AuthenticatedMessage, DkimResult, MessageAuthenticator, Parameters, ResolverCache, Txt};
+use mail_auth::{
+    AuthenticatedMessage, DkimResult, MessageAuthenticator, Parameters, ResolverCache, Txt,
+};
 
 struct Cache<K, V>(Mutex<HashMap<K, V>>);
 
@@ -37,21 +39,36 @@ impl<K: Hash + Eq, V: Clone> ResolverCache<K, V> for Cache<K, V> {
 }
 
 /// The DKIM results of `signed` given the TXT record at `selector._domainkey.domain`.
-pub async fn dkim_results(signed: &[u8], domain: &str, selector: &str, txt: &str) -> anyhow::Result<Vec<DkimResult>> {
+pub async fn dkim_results(
+    signed: &[u8],
+    domain: &str,
+    selector: &str,
+    txt: &str,
+) -> anyhow::Result<Vec<DkimResult>> {
     let cache: Cache<Box<str>, Txt> = Cache(Mutex::new(HashMap::new()));
-    let key = DomainKey::parse(txt.as_bytes()).map_err(|e| anyhow::anyhow!("DKIM TXT record: {e}"))?;
+    let key =
+        DomainKey::parse(txt.as_bytes()).map_err(|e| anyhow::anyhow!("DKIM TXT record: {e}"))?;
     cache.insert(
         format!("{selector}._domainkey.{domain}.").into_boxed_str(),
         Txt::from(key),
         Instant::now() + Duration::from_secs(3600),
     );
     let authenticator = MessageAuthenticator::new_cloudflare()?;
-    let message = AuthenticatedMessage::parse(signed).ok_or_else(|| anyhow::anyhow!("message does not parse"))?;
+    let message = AuthenticatedMessage::parse(signed)
+        .ok_or_else(|| anyhow::anyhow!("message does not parse"))?;
     let params = Parameters::new(&message).with_txt_cache(&cache);
-    Ok(authenticator.verify_dkim(params).await.into_iter().map(|o| o.result().clone()).collect())
+    Ok(authenticator
+        .verify_dkim(params)
+        .await
+        .into_iter()
+        .map(|o| o.result().clone())
+        .collect())
 }
 
 /// True when `signed` carries exactly one DKIM signature and it verifies.
 pub async fn dkim_passes(signed: &[u8], domain: &str, selector: &str, txt: &str) -> bool {
-    matches!(dkim_results(signed, domain, selector, txt).await.as_deref(), Ok([DkimResult::Pass]))
+    matches!(
+        dkim_results(signed, domain, selector, txt).await.as_deref(),
+        Ok([DkimResult::Pass])
+    )
 }

@@ -14,7 +14,7 @@
 //! - [`SmtpSink::stop`] returns only once the listener and every open connection are closed.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -65,6 +65,8 @@ struct Shared {
     accepted: watch::Sender<usize>,
     mode: Mutex<SinkMode>,
     attempts: AtomicUsize,
+    /// False: count accepted messages without keeping them (benchmarks).
+    keep: AtomicBool,
 }
 
 /// What to reply at the end of one DATA transfer.
@@ -99,6 +101,7 @@ impl SmtpSink {
             accepted,
             mode: Mutex::new(SinkMode::Accept),
             attempts: AtomicUsize::new(0),
+            keep: AtomicBool::new(true),
         });
         let server = spawn_server(listener, shared.clone());
         Ok(SmtpSink {
@@ -130,6 +133,16 @@ impl SmtpSink {
         // The sender lives in `shared`, so the channel cannot close while we hold `self`.
         let _ = tokio::time::timeout(timeout, accepted.wait_for(|count| *count >= n)).await;
         self.messages()
+    }
+
+    /// Whether accepted messages are kept for [`SmtpSink::messages`] (default) or only counted.
+    pub fn keep_messages(&self, keep: bool) {
+        self.shared.keep.store(keep, Ordering::Relaxed);
+    }
+
+    /// How many messages were accepted so far (kept or not).
+    pub fn accepted_count(&self) -> usize {
+        *self.shared.accepted.borrow()
     }
 
     /// Changes how the sink answers at the end of DATA, from the next message on.
@@ -210,6 +223,10 @@ impl Shared {
     }
 
     fn record(&self, mail: ReceivedMail) {
+        if !self.keep.load(Ordering::Relaxed) {
+            self.accepted.send_modify(|n| *n += 1);
+            return;
+        }
         let count = {
             let mut messages = lock(&self.messages);
             messages.push(mail);

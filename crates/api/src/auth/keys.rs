@@ -41,7 +41,9 @@ fn random_hex(bytes: usize) -> String {
 pub fn looks_like_key(token: &str, prefix: &str) -> bool {
     token.len() == 51
         && token.starts_with(prefix)
-        && token[3..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && token[3..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]

@@ -56,8 +56,14 @@ pub enum Principal {
     Anonymous,
     /// Credentials were sent but are not valid; the error is what protected routes answer.
     Invalid(ApiError),
-    Key { project: Arc<Project>, kind: KeyKind },
-    Session { user: Uuid, project: Option<(Arc<Project>, Role)> },
+    Key {
+        project: Arc<Project>,
+        kind: KeyKind,
+    },
+    Session {
+        user: Uuid,
+        project: Option<(Arc<Project>, Role)>,
+    },
 }
 
 impl Principal {
@@ -83,10 +89,16 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     if let Some(project) = principal.project() {
         if project.disabled && is_write(req.method()) {
             let reason = project.disabled_reason.clone().unwrap_or_default();
-            return ApiError::forbidden("PROJECT_DISABLED", format!("This project is disabled. {reason}"))
-                .into_response();
+            return ApiError::forbidden(
+                "PROJECT_DISABLED",
+                format!("This project is disabled. {reason}"),
+            )
+            .into_response();
         }
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
         let d = state.limiter.check(project.id, now);
         if !d.allowed {
             let mut res = ApiError::new(
@@ -113,7 +125,10 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
 }
 
 fn is_write(m: &Method) -> bool {
-    matches!(*m, Method::POST | Method::PUT | Method::PATCH | Method::DELETE)
+    matches!(
+        *m,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
 }
 
 fn rate_headers(h: &mut HeaderMap, d: &Decision) {
@@ -131,7 +146,10 @@ async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, Api
         let token = auth
             .to_str()
             .ok()
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
             .map(str::trim)
             .unwrap_or("");
         return resolve_key(state, token).await;
@@ -153,7 +171,10 @@ async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, Api
         None => None,
         Some(v) => {
             let denied = || {
-                ApiError::forbidden("PROJECT_ACCESS_DENIED", "You are not a member of this project")
+                ApiError::forbidden(
+                    "PROJECT_ACCESS_DENIED",
+                    "You are not a member of this project",
+                )
             };
             let Some(id) = v.to_str().ok().and_then(herald_core::ids::parse_id) else {
                 return Ok(Principal::Invalid(denied()));
@@ -171,14 +192,27 @@ async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, Api
 }
 
 async fn resolve_key(state: &AppState, token: &str) -> Result<Principal, ApiError> {
-    let invalid = || Principal::Invalid(ApiError::unauthorized("INVALID_API_KEY", "Invalid API key"));
+    let invalid =
+        || Principal::Invalid(ApiError::unauthorized("INVALID_API_KEY", "Invalid API key"));
     let (project, kind) = if keys::looks_like_key(token, "pk_") {
-        (state.store.project_by_public_key(token).await?, KeyKind::Public)
+        (
+            state.store.project_by_public_key(token).await?,
+            KeyKind::Public,
+        )
     } else if keys::looks_like_key(token, "sk_") {
-        (state.store.project_by_secret_hash(&keys::hash_secret(token)).await?, KeyKind::Secret)
+        (
+            state
+                .store
+                .project_by_secret_hash(&keys::hash_secret(token))
+                .await?,
+            KeyKind::Secret,
+        )
     } else if let Some(user) = state.sessions.verify(token) {
         // A session token as a bearer token: for scripts that signed in without cookies.
-        return Ok(Principal::Session { user, project: None });
+        return Ok(Principal::Session {
+            user,
+            project: None,
+        });
     } else {
         return Ok(invalid());
     };
@@ -200,8 +234,9 @@ fn principal(parts: &Parts) -> Principal {
 }
 
 fn missing_auth() -> ApiError {
-    ApiError::unauthorized("MISSING_AUTH", "Authentication required")
-        .with_suggestion("Send Authorization: Bearer <secret key>, or sign in and send X-Project-Id")
+    ApiError::unauthorized("MISSING_AUTH", "Authentication required").with_suggestion(
+        "Send Authorization: Bearer <secret key>, or sign in and send X-Project-Id",
+    )
 }
 
 /// The project of a dashboard or secret-key request.
@@ -226,7 +261,10 @@ impl<S: Send + Sync> FromRequestParts<S> for ProjectAuth {
             Principal::Key {
                 project,
                 kind: KeyKind::Secret,
-            } => Ok(ProjectAuth { project, user: None }),
+            } => Ok(ProjectAuth {
+                project,
+                user: None,
+            }),
             Principal::Key { .. } => Err(ApiError::unauthorized(
                 "INVALID_API_KEY",
                 "A public key can only be used on POST /v1/track",
@@ -262,8 +300,13 @@ impl<S: Send + Sync> FromRequestParts<S> for ProjectOrUser {
 
     async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, ApiError> {
         match principal(parts) {
-            Principal::Session { user, project: None } => Ok(ProjectOrUser::User(user)),
-            _ => ProjectAuth::from_request_parts(parts, s).await.map(ProjectOrUser::Project),
+            Principal::Session {
+                user,
+                project: None,
+            } => Ok(ProjectOrUser::User(user)),
+            _ => ProjectAuth::from_request_parts(parts, s)
+                .await
+                .map(ProjectOrUser::Project),
         }
     }
 }
@@ -271,19 +314,31 @@ impl<S: Send + Sync> FromRequestParts<S> for ProjectOrUser {
 impl ProjectOrUser {
     /// The caller's access to `project_id`: a key reaches its own project only, a user every
     /// project they are a member of. `None` when there is no access.
-    pub async fn access(&self, state: &AppState, project_id: Uuid) -> Result<Option<ProjectAuth>, ApiError> {
+    pub async fn access(
+        &self,
+        state: &AppState,
+        project_id: Uuid,
+    ) -> Result<Option<ProjectAuth>, ApiError> {
         let user = match self {
             ProjectOrUser::Project(p) if p.id() == project_id => return Ok(Some(p.clone())),
             ProjectOrUser::Project(ProjectAuth { user: None, .. }) => return Ok(None),
-            ProjectOrUser::Project(ProjectAuth { user: Some((user, _)), .. }) | ProjectOrUser::User(user) => *user,
+            ProjectOrUser::Project(ProjectAuth {
+                user: Some((user, _)),
+                ..
+            })
+            | ProjectOrUser::User(user) => *user,
         };
         let Some(role) = state.store.member_role(project_id, user).await? else {
             return Ok(None);
         };
-        Ok(state.store.project_by_id(project_id).await?.map(|project| ProjectAuth {
-            project: Arc::new(project),
-            user: Some((user, Role::parse(&role))),
-        }))
+        Ok(state
+            .store
+            .project_by_id(project_id)
+            .await?
+            .map(|project| ProjectAuth {
+                project: Arc::new(project),
+                user: Some((user, Role::parse(&role))),
+            }))
     }
 }
 

@@ -1,8 +1,8 @@
 //! Password hashing with argon2id (PHC strings), run off the async threads.
 
+use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
-use argon2::Argon2;
 use rand::RngCore;
 
 pub async fn hash(password: String) -> anyhow::Result<String> {
@@ -25,7 +25,11 @@ pub async fn verify(password: String, phc: Option<String>) -> bool {
     let phc = phc.unwrap_or_else(|| DUMMY.to_owned());
     tokio::task::spawn_blocking(move || {
         let ok = PasswordHash::new(&phc)
-            .map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+            .map(|h| {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), &h)
+                    .is_ok()
+            })
             .unwrap_or(false);
         ok && known
     })

@@ -37,7 +37,11 @@ impl SessionKeys {
             iat: now,
             exp: now + LIFETIME_SECS,
         };
-        Ok(encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?)
+        Ok(encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.encoding,
+        )?)
     }
 
     /// The user of a valid, unexpired token.
@@ -51,7 +55,9 @@ impl SessionKeys {
 
     pub fn set_cookie(&self, token: &str) -> String {
         let secure = if self.secure { "; Secure" } else { "" };
-        format!("{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={LIFETIME_SECS}{secure}")
+        format!(
+            "{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={LIFETIME_SECS}{secure}"
+        )
     }
 
     pub fn clear_cookie(&self) -> String {
@@ -86,6 +92,9 @@ mod tests {
         assert_eq!(keys.verify(&t), Some(user));
         let other = SessionKeys::new(b"another secret, another signature", false);
         assert_eq!(other.verify(&t), None);
-        assert_eq!(token_from_cookie(&format!("a=b; {COOKIE_NAME}={t}")), Some(t.as_str()));
+        assert_eq!(
+            token_from_cookie(&format!("a=b; {COOKIE_NAME}={t}")),
+            Some(t.as_str())
+        );
     }
 }

@@ -1,14 +1,14 @@
 //! Sign-up, sign-in, the current user, and the user's projects with their keys.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use herald_core::email::EmailAddress;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::{iso, now_millis};
-use herald_store::accounts::{Project, ProjectChanges, User};
 use herald_store::StoreError;
+use herald_store::accounts::{Project, ProjectChanges, User};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -100,11 +100,19 @@ fn parse_credentials(c: Credentials) -> ApiResult<(EmailAddress, String)> {
     let email = match c.email.as_deref().map(EmailAddress::parse) {
         Some(Ok(e)) => Some(e),
         Some(Err(e)) => {
-            errors.push(crate::error::FieldError::new("email", e.to_string(), "invalid_email"));
+            errors.push(crate::error::FieldError::new(
+                "email",
+                e.to_string(),
+                "invalid_email",
+            ));
             None
         }
         None => {
-            errors.push(crate::error::FieldError::new("email", "email is required", "required"));
+            errors.push(crate::error::FieldError::new(
+                "email",
+                "email is required",
+                "required",
+            ));
             None
         }
     };
@@ -129,9 +137,15 @@ fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Resp
 /// Creates an account and signs it in.
 #[utoipa::path(post, path = "/auth/signup", tag = "account", request_body = Credentials,
     responses((status = 201, body = UserResponse), (status = 403, description = "Sign-ups disabled"), (status = 409)))]
-async fn signup(State(state): State<AppState>, ApiJson(body): ApiJson<Credentials>) -> ApiResult<Response> {
+async fn signup(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<Credentials>,
+) -> ApiResult<Response> {
     if state.settings.disable_signups {
-        return Err(ApiError::forbidden("FORBIDDEN", "Sign-ups are disabled on this server"));
+        return Err(ApiError::forbidden(
+            "FORBIDDEN",
+            "Sign-ups are disabled on this server",
+        ));
     }
     let (email, password) = parse_credentials(body)?;
     let now = now_millis();
@@ -143,20 +157,32 @@ async fn signup(State(state): State<AppState>, ApiJson(body): ApiJson<Credential
     };
     match state.store.create_user(&user).await {
         Err(StoreError::Conflict(_)) => {
-            return Err(ApiError::conflict("An account with this email already exists"));
+            return Err(ApiError::conflict(
+                "An account with this email already exists",
+            ));
         }
         other => other?,
     }
     let token = state.sessions.issue(user.id)?;
-    Ok(with_cookie(StatusCode::CREATED, state.sessions.set_cookie(&token), UserResponse::from(&user)))
+    Ok(with_cookie(
+        StatusCode::CREATED,
+        state.sessions.set_cookie(&token),
+        UserResponse::from(&user),
+    ))
 }
 
 /// Signs in; sets the session cookie. A wrong email and a wrong password answer alike.
 #[utoipa::path(post, path = "/auth/login", tag = "account", request_body = Credentials,
     responses((status = 200, body = UserResponse), (status = 401, description = "INVALID_CREDENTIALS")))]
-async fn login(State(state): State<AppState>, ApiJson(body): ApiJson<Credentials>) -> ApiResult<Response> {
+async fn login(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<Credentials>,
+) -> ApiResult<Response> {
     let invalid = || ApiError::unauthorized("INVALID_CREDENTIALS", "Invalid email or password");
-    let email = body.email.as_deref().and_then(|e| EmailAddress::parse(e).ok());
+    let email = body
+        .email
+        .as_deref()
+        .and_then(|e| EmailAddress::parse(e).ok());
     let password = body.password.unwrap_or_default();
     let user = match &email {
         Some(e) => state.store.user_by_email(e.as_str()).await?,
@@ -165,29 +191,39 @@ async fn login(State(state): State<AppState>, ApiJson(body): ApiJson<Credentials
     let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await;
     let user = user.filter(|_| ok).ok_or_else(invalid)?;
     let token = state.sessions.issue(user.id)?;
-    Ok(with_cookie(StatusCode::OK, state.sessions.set_cookie(&token), UserResponse::from(&user)))
+    Ok(with_cookie(
+        StatusCode::OK,
+        state.sessions.set_cookie(&token),
+        UserResponse::from(&user),
+    ))
 }
 
 /// Clears the session cookie.
 #[utoipa::path(get, path = "/auth/logout", tag = "account", responses((status = 200)))]
 async fn logout(State(state): State<AppState>) -> Response {
-    with_cookie(StatusCode::OK, state.sessions.clear_cookie(), serde_json::json!({"success": true}))
+    with_cookie(
+        StatusCode::OK,
+        state.sessions.clear_cookie(),
+        serde_json::json!({"success": true}),
+    )
 }
 
 /// The signed-in user.
 #[utoipa::path(get, path = "/users/@me", tag = "account", responses((status = 200, body = UserResponse)))]
 async fn me(State(state): State<AppState>, auth: UserAuth) -> ApiResult<Json<UserResponse>> {
-    let user = state
-        .store
-        .user_by_id(auth.user)
-        .await?
-        .ok_or_else(|| ApiError::unauthorized("UNAUTHORIZED", "This account no longer exists"))?;
+    let user =
+        state.store.user_by_id(auth.user).await?.ok_or_else(|| {
+            ApiError::unauthorized("UNAUTHORIZED", "This account no longer exists")
+        })?;
     Ok(Json(UserResponse::from(&user)))
 }
 
 /// Projects the user is a member of.
 #[utoipa::path(get, path = "/users/@me/projects", tag = "account", responses((status = 200, body = Vec<ProjectResponse>)))]
-async fn list_projects(State(state): State<AppState>, auth: UserAuth) -> ApiResult<Json<Vec<ProjectResponse>>> {
+async fn list_projects(
+    State(state): State<AppState>,
+    auth: UserAuth,
+) -> ApiResult<Json<Vec<ProjectResponse>>> {
     let list = state.store.projects_of_user(auth.user).await?;
     Ok(Json(
         list.iter()
@@ -205,9 +241,13 @@ fn project_name(name: Option<&str>, required: bool) -> ApiResult<Option<String>>
     match name.map(str::trim) {
         None if required => Err(ApiError::field("name", "name is required", "required")),
         None => Ok(None),
-        Some(n) if n.is_empty() || n.chars().count() > 100 || n.chars().any(char::is_control) => Err(
-            ApiError::field("name", "name must be 1 to 100 characters without control characters", "invalid"),
-        ),
+        Some(n) if n.is_empty() || n.chars().count() > 100 || n.chars().any(char::is_control) => {
+            Err(ApiError::field(
+                "name",
+                "name must be 1 to 100 characters without control characters",
+                "invalid",
+            ))
+        }
         Some(n) => Ok(Some(n.to_owned())),
     }
 }
@@ -228,7 +268,11 @@ async fn create_project(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(ProjectResponse::new(&project, Some(keys.secret_key), Some("OWNER".into()))),
+        Json(ProjectResponse::new(
+            &project,
+            Some(keys.secret_key),
+            Some("OWNER".into()),
+        )),
     ))
 }
 
@@ -247,7 +291,10 @@ fn require_manager(role: &Role) -> ApiResult<()> {
     if role.can_manage() {
         Ok(())
     } else {
-        Err(ApiError::forbidden("FORBIDDEN", "Only an owner or admin of the project can do this"))
+        Err(ApiError::forbidden(
+            "FORBIDDEN",
+            "Only an owner or admin of the project can do this",
+        ))
     }
 }
 
@@ -273,19 +320,24 @@ async fn update_project(
     require_manager(&role)?;
     let mut errors = Vec::new();
     let name = project_name(body.name.as_deref(), false)?;
-    if let Some(t) = &body.tracking {
-        if !["ENABLED", "DISABLED", "MARKETING_ONLY"].contains(&t.as_str()) {
-            errors.push(crate::error::FieldError::new(
-                "tracking",
-                "tracking must be ENABLED, DISABLED or MARKETING_ONLY",
-                "invalid_enum",
-            ));
-        }
+    if let Some(t) = &body.tracking
+        && !["ENABLED", "DISABLED", "MARKETING_ONLY"].contains(&t.as_str())
+    {
+        errors.push(crate::error::FieldError::new(
+            "tracking",
+            "tracking must be ENABLED, DISABLED or MARKETING_ONLY",
+            "invalid_enum",
+        ));
     }
     if let Some(l) = &body.language {
-        let ok = (2..=10).contains(&l.len()) && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        let ok =
+            (2..=10).contains(&l.len()) && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
         if !ok {
-            errors.push(crate::error::FieldError::new("language", "language must be a language tag such as en or pt-BR", "invalid"));
+            errors.push(crate::error::FieldError::new(
+                "language",
+                "language must be a language tag such as en or pt-BR",
+                "invalid",
+            ));
         }
     }
     if !errors.is_empty() {
@@ -296,8 +348,15 @@ async fn update_project(
         tracking: body.tracking,
         language: body.language,
     };
-    let project = state.store.update_project(id, &changes, now_millis()).await?;
-    Ok(Json(ProjectResponse::new(&project, None, Some(role_name(&role)))))
+    let project = state
+        .store
+        .update_project(id, &changes, now_millis())
+        .await?;
+    Ok(Json(ProjectResponse::new(
+        &project,
+        None,
+        Some(role_name(&role)),
+    )))
 }
 
 fn role_name(r: &Role) -> String {
@@ -312,10 +371,17 @@ fn role_name(r: &Role) -> String {
 /// Deletes a project and everything in it (owner only).
 #[utoipa::path(delete, path = "/users/@me/projects/{id}", tag = "account", params(("id" = String, Path)),
     responses((status = 204)))]
-async fn delete_project(State(state): State<AppState>, auth: UserAuth, Path(id): Path<String>) -> ApiResult<StatusCode> {
+async fn delete_project(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
     if role != Role::Owner {
-        return Err(ApiError::forbidden("FORBIDDEN", "Only the project's owner can delete it"));
+        return Err(ApiError::forbidden(
+            "FORBIDDEN",
+            "Only the project's owner can delete it",
+        ));
     }
     state.store.delete_project(id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -324,12 +390,23 @@ async fn delete_project(State(state): State<AppState>, auth: UserAuth, Path(id):
 /// Replaces both keys; the old ones stop working at once.
 #[utoipa::path(post, path = "/users/@me/projects/{id}/regenerate-keys", tag = "account", params(("id" = String, Path)),
     responses((status = 200, body = ProjectResponse)))]
-async fn regenerate_keys(State(state): State<AppState>, auth: UserAuth, Path(id): Path<String>) -> ApiResult<Json<ProjectResponse>> {
+async fn regenerate_keys(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ProjectResponse>> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
     require_manager(&role)?;
     let keys = NewKeys::generate();
-    let project = state.store.replace_keys(id, &keys.stored(), now_millis()).await?;
-    Ok(Json(ProjectResponse::new(&project, Some(keys.secret_key), Some(role_name(&role)))))
+    let project = state
+        .store
+        .replace_keys(id, &keys.stored(), now_millis())
+        .await?;
+    Ok(Json(ProjectResponse::new(
+        &project,
+        Some(keys.secret_key),
+        Some(role_name(&role)),
+    )))
 }
 
 #[derive(Serialize, ToSchema)]

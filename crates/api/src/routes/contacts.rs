@@ -1,16 +1,16 @@
 //! The Contacts resource: keyset list, upsert, get, patch, delete, lookup.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::Uuid;
 use herald_core::time::{iso, now_millis};
-use herald_store::contacts::{Contact, ContactUpdate, ContactUpsert};
 use herald_store::StoreError;
+use herald_store::contacts::{Contact, ContactUpdate, ContactUpsert};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -88,7 +88,13 @@ pub(crate) fn encode_cursor(project: Uuid, last: Uuid) -> String {
 }
 
 pub(crate) fn decode_cursor(project: Uuid, cursor: &str) -> ApiResult<Uuid> {
-    let invalid = || ApiError::field("cursor", "cursor is not valid for this list", "invalid_cursor");
+    let invalid = || {
+        ApiError::field(
+            "cursor",
+            "cursor is not valid for this list",
+            "invalid_cursor",
+        )
+    };
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     if bytes.len() != 32 || bytes[..16] != project.as_bytes()[..] {
         return Err(invalid());
@@ -101,7 +107,11 @@ pub(crate) fn decode_cursor(project: Uuid, cursor: &str) -> ApiResult<Uuid> {
     params(("limit" = Option<u32>, Query, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
         ("search" = Option<String>, Query, description = "case-insensitive substring of the email")),
     responses((status = 200, body = ContactList)))]
-async fn list_contacts(State(state): State<AppState>, auth: ProjectAuth, q: RawQuery) -> ApiResult<Json<ContactList>> {
+async fn list_contacts(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    q: RawQuery,
+) -> ApiResult<Json<ContactList>> {
     let limit = q.int("limit", 20, 1, 100)?;
     let before = match q.get("cursor").filter(|c| !c.is_empty()) {
         Some(c) => Some(decode_cursor(auth.id(), c)?),
@@ -109,9 +119,16 @@ async fn list_contacts(State(state): State<AppState>, auth: ProjectAuth, q: RawQ
     };
     let search = q.get("search").map(str::trim).filter(|s| !s.is_empty());
     if search.is_some_and(|s| s.len() > 254) {
-        return Err(ApiError::field("search", "search is at most 254 characters", "too_long"));
+        return Err(ApiError::field(
+            "search",
+            "search is at most 254 characters",
+            "too_long",
+        ));
     }
-    let page = state.store.list_contacts(auth.id(), limit, before, search).await?;
+    let page = state
+        .store
+        .list_contacts(auth.id(), limit, before, search)
+        .await?;
     let total = if before.is_none() {
         state.store.count_contacts(auth.id(), search).await?
     } else {
@@ -122,7 +139,11 @@ async fn list_contacts(State(state): State<AppState>, auth: ProjectAuth, q: RawQ
         _ => None,
     };
     Ok(Json(ContactList {
-        data: page.contacts.into_iter().map(ContactResponse::from).collect(),
+        data: page
+            .contacts
+            .into_iter()
+            .map(ContactResponse::from)
+            .collect(),
         cursor,
         has_more: page.has_more,
         total,
@@ -138,7 +159,11 @@ pub struct UpsertContactRequest {
 }
 
 /// Parses an email field, collecting the problem under `field`.
-pub(crate) fn email_field(raw: Option<&str>, field: &str, errors: &mut Vec<FieldError>) -> Option<EmailAddress> {
+pub(crate) fn email_field(
+    raw: Option<&str>,
+    field: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<EmailAddress> {
     match raw.map(EmailAddress::parse) {
         Some(Ok(e)) => Some(e),
         Some(Err(e)) => {
@@ -146,7 +171,11 @@ pub(crate) fn email_field(raw: Option<&str>, field: &str, errors: &mut Vec<Field
             None
         }
         None => {
-            errors.push(FieldError::new(field, format!("{field} is required"), "required"));
+            errors.push(FieldError::new(
+                field,
+                format!("{field} is required"),
+                "required",
+            ));
             None
         }
     }
@@ -155,7 +184,11 @@ pub(crate) fn email_field(raw: Option<&str>, field: &str, errors: &mut Vec<Field
 /// Parses a `data` payload with the custom-field rules, collecting the problem under `data`.
 pub(crate) fn data_field(raw: Option<&Value>, errors: &mut Vec<FieldError>) -> DataPatch {
     DataPatch::parse(raw).unwrap_or_else(|p| {
-        let field = if p.key.is_empty() { "data".to_owned() } else { format!("data.{}", p.key) };
+        let field = if p.key.is_empty() {
+            "data".to_owned()
+        } else {
+            format!("data.{}", p.key)
+        };
         errors.push(FieldError::new(field, p.message, p.code));
         DataPatch::default()
     })
@@ -186,7 +219,11 @@ async fn upsert_contact(
             now: now_millis(),
         })
         .await?;
-    let status = if out.is_new { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if out.is_new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((
         status,
         Json(UpsertResponse {
@@ -210,9 +247,17 @@ fn contact_not_found() -> ApiError {
 /// One contact.
 #[utoipa::path(get, path = "/contacts/{id}", tag = "contacts", params(("id" = String, Path)),
     responses((status = 200, body = ContactResponse), (status = 404)))]
-async fn get_contact(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<Json<ContactResponse>> {
+async fn get_contact(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ContactResponse>> {
     let id = contact_id(&id)?;
-    let c = state.store.contact(auth.id(), id).await?.ok_or_else(contact_not_found)?;
+    let c = state
+        .store
+        .contact(auth.id(), id)
+        .await?
+        .ok_or_else(contact_not_found)?;
     Ok(Json(c.into()))
 }
 
@@ -253,7 +298,9 @@ async fn patch_contact(
     match state.store.update_contact(auth.id(), id, &change).await {
         Ok(c) => Ok(Json(c.into())),
         Err(StoreError::NotFound) => Err(contact_not_found()),
-        Err(StoreError::Conflict(_)) => Err(ApiError::conflict("Another contact in this project has this email")),
+        Err(StoreError::Conflict(_)) => Err(ApiError::conflict(
+            "Another contact in this project has this email",
+        )),
         Err(e) => Err(e.into()),
     }
 }
@@ -261,7 +308,11 @@ async fn patch_contact(
 /// Deletes a contact and its events.
 #[utoipa::path(delete, path = "/contacts/{id}", tag = "contacts", params(("id" = String, Path)),
     responses((status = 204), (status = 404)))]
-async fn delete_contact(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<StatusCode> {
+async fn delete_contact(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     let id = contact_id(&id)?;
     if state.store.delete_contact(auth.id(), id).await? {
         Ok(StatusCode::NO_CONTENT)
@@ -298,7 +349,9 @@ async fn lookup_contacts(
     auth: ProjectAuth,
     ApiJson(body): ApiJson<LookupRequest>,
 ) -> ApiResult<Json<LookupResponse>> {
-    let raw = body.emails.ok_or_else(|| ApiError::field("emails", "emails is required", "required"))?;
+    let raw = body
+        .emails
+        .ok_or_else(|| ApiError::field("emails", "emails is required", "required"))?;
     if raw.len() > LOOKUP_MAX {
         return Err(ApiError::field(
             "emails",
@@ -308,14 +361,15 @@ async fn lookup_contacts(
     }
     let mut errors = Vec::new();
     let mut emails: Vec<String> = Vec::with_capacity(raw.len());
+    let mut seen = std::collections::HashSet::new();
     for (i, v) in raw.iter().enumerate() {
         let field = format!("emails.{i}");
         match v.as_str() {
             Some(s) => {
-                if let Some(e) = email_field(Some(s), &field, &mut errors) {
-                    if !emails.contains(&e.as_str().to_owned()) {
-                        emails.push(e.into_string());
-                    }
+                if let Some(e) = email_field(Some(s), &field, &mut errors)
+                    && seen.insert(e.as_str().to_owned())
+                {
+                    emails.push(e.into_string());
                 }
             }
             None => errors.push(FieldError::new(field, "must be a string", "invalid_type")),
@@ -333,7 +387,10 @@ async fn lookup_contacts(
     Ok(Json(LookupResponse {
         found: hits
             .into_iter()
-            .map(|(email, id)| LookupFound { email, id: id.to_string() })
+            .map(|(email, id)| LookupFound {
+                email,
+                id: id.to_string(),
+            })
             .collect(),
         missing,
     }))

@@ -1,10 +1,10 @@
 //! Messages a project sent or tried to send: cursor list with filters, one message with its
 //! status history, and (local outbox only) the exact bytes that would have gone out.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use herald_core::time::iso;
 use herald_mail::transport::Transport;
 use herald_store::messages::{Message, MessageFilter, MessageSummary};
@@ -28,7 +28,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 const STATUSES: [&str; 10] = [
-    "PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED",
+    "PENDING",
+    "SENDING",
+    "SENT",
+    "DELIVERED",
+    "OPENED",
+    "CLICKED",
+    "BOUNCED",
+    "COMPLAINED",
+    "FAILED",
+    "SUPPRESSED",
 ];
 
 #[derive(Serialize, ToSchema)]
@@ -80,7 +89,11 @@ pub struct EmailList {
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("status" = Option<String>, Query),
         ("contactId" = Option<String>, Query), ("campaignId" = Option<String>, Query), ("source" = Option<String>, Query)),
     responses((status = 200, body = EmailList)))]
-async fn list_emails(State(state): State<AppState>, auth: ProjectAuth, q: RawQuery) -> ApiResult<Json<EmailList>> {
+async fn list_emails(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    q: RawQuery,
+) -> ApiResult<Json<EmailList>> {
     let limit = q.int("limit", 20, 1, 100)?;
     let before = match q.get("cursor").filter(|c| !c.is_empty()) {
         Some(c) => Some(decode_cursor(auth.id(), c)?),
@@ -95,11 +108,18 @@ async fn list_emails(State(state): State<AppState>, auth: ProjectAuth, q: RawQue
                 .map_err(|_| ApiError::field(name, format!("{name} must be an id"), "invalid_id")),
         }
     };
-    let status = q.get("status").filter(|s| !s.is_empty()).map(str::to_ascii_uppercase);
-    if let Some(s) = &status {
-        if !STATUSES.contains(&s.as_str()) {
-            return Err(ApiError::field("status", format!("status must be one of {}", STATUSES.join(", ")), "invalid_enum"));
-        }
+    let status = q
+        .get("status")
+        .filter(|s| !s.is_empty())
+        .map(str::to_ascii_uppercase);
+    if let Some(s) = &status
+        && !STATUSES.contains(&s.as_str())
+    {
+        return Err(ApiError::field(
+            "status",
+            format!("status must be one of {}", STATUSES.join(", ")),
+            "invalid_enum",
+        ));
     }
     let filter = MessageFilter {
         status,
@@ -107,8 +127,15 @@ async fn list_emails(State(state): State<AppState>, auth: ProjectAuth, q: RawQue
         campaign_id: id_param("campaignId")?,
         source: q.get("source").filter(|s| !s.is_empty()).map(str::to_owned),
     };
-    let (rows, has_more) = state.store.list_messages(auth.id(), &filter, limit, before).await?;
-    let total = if before.is_none() { state.store.count_messages(auth.id(), &filter).await? } else { 0 };
+    let (rows, has_more) = state
+        .store
+        .list_messages(auth.id(), &filter, limit, before)
+        .await?;
+    let total = if before.is_none() {
+        state.store.count_messages(auth.id(), &filter).await?
+    } else {
+        0
+    };
     let cursor = match (has_more, rows.last()) {
         (true, Some(last)) => Some(encode_cursor(auth.id(), last.id)),
         _ => None,
@@ -133,7 +160,11 @@ async fn load(state: &AppState, auth: &ProjectAuth, raw: &str) -> ApiResult<Mess
 /// One message: rendered subject and HTML, headers, attachments (metadata), status history.
 #[utoipa::path(get, path = "/emails/{id}", tag = "emails", params(("id" = String, Path)),
     responses((status = 200, body = Object), (status = 404)))]
-async fn get_email(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_email(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
     let m = load(&state, &auth, &id).await?;
     let history = state.store.message_history(m.id).await?;
     let attachments: Vec<Value> = m
@@ -179,7 +210,11 @@ async fn get_email(State(state): State<AppState>, auth: ProjectAuth, Path(id): P
 /// The exact DKIM-signed bytes (local outbox transport only), as `message/rfc822`.
 #[utoipa::path(get, path = "/emails/{id}/raw", tag = "emails", params(("id" = String, Path)),
     responses((status = 200, content_type = "message/rfc822", body = String), (status = 404)))]
-async fn raw_email(State(state): State<AppState>, auth: ProjectAuth, Path(id): Path<String>) -> ApiResult<Response> {
+async fn raw_email(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     let m = load(&state, &auth, &id).await?;
     let Transport::Outbox(outbox) = &state.engine.transport else {
         return Err(ApiError::not_found("NOT_FOUND", "Raw message")
@@ -187,8 +222,14 @@ async fn raw_email(State(state): State<AppState>, auth: ProjectAuth, Path(id): P
     };
     match outbox.read(&m.id.to_string()) {
         Ok(bytes) => Ok(([(header::CONTENT_TYPE, "message/rfc822")], bytes).into_response()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ApiError::not_found("NOT_FOUND", "Raw message")
-            .with_suggestion(format!("The message is {}; its bytes exist once it is sent", m.status))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(
+                ApiError::not_found("NOT_FOUND", "Raw message").with_suggestion(format!(
+                    "The message is {}; its bytes exist once it is sent",
+                    m.status
+                )),
+            )
+        }
         Err(e) => Err(ApiError::internal(e)),
     }
 }

@@ -1,8 +1,8 @@
 //! Events of a contact (system events such as `contact.subscribed`; tracked events arrive with
 //! `/v1/track` in a later version).
 
-use axum::extract::{Path, State};
 use axum::Json;
+use axum::extract::{Path, State};
 use herald_core::time::iso;
 use serde::Serialize;
 use serde_json::Value;

@@ -1,9 +1,9 @@
 //! Custom fields of a project's contacts: listing with type and coverage, distinct values,
 //! usage, and removal from every contact.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use herald_core::fields::{STANDARD_FIELDS, custom_key_from_path, display_name};
 use herald_core::time::now_millis;
 use serde::Serialize;
@@ -45,12 +45,21 @@ pub struct FieldList {
 
 /// Standard fields and the custom fields in use, with type and coverage.
 #[utoipa::path(get, path = "/contacts/fields", tag = "contacts", responses((status = 200, body = FieldList)))]
-async fn list_fields(State(state): State<AppState>, auth: ProjectAuth) -> ApiResult<Json<FieldList>> {
+async fn list_fields(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+) -> ApiResult<Json<FieldList>> {
     let total = state.store.count_contacts(auth.id(), None).await?;
     let custom = state.store.custom_fields(auth.id()).await?;
     let keys: Vec<String> = custom.iter().map(|f| f.key.clone()).collect();
     let counts = state.store.field_counts(auth.id(), &keys).await?;
-    let share = |n: i64| if total == 0 { 0.0 } else { n as f64 / total as f64 };
+    let share = |n: i64| {
+        if total == 0 {
+            0.0
+        } else {
+            n as f64 / total as f64
+        }
+    };
     let mut fields: Vec<FieldInfo> = STANDARD_FIELDS
         .iter()
         .map(|(name, t)| FieldInfo {
@@ -80,10 +89,16 @@ async fn known_custom_key(state: &AppState, auth: &ProjectAuth, field: &str) -> 
     }
     let key = custom_key_from_path(field);
     let known = state.store.custom_fields(auth.id()).await?;
-    if known.iter().any(|f| f.key == key || f.key.starts_with(&format!("{key}."))) {
+    if known
+        .iter()
+        .any(|f| f.key == key || f.key.starts_with(&format!("{key}.")))
+    {
         Ok(key.to_owned())
     } else {
-        Err(ApiError::not_found("NOT_FOUND", &format!("Field {}", display_name(key))))
+        Err(ApiError::not_found(
+            "NOT_FOUND",
+            &format!("Field {}", display_name(key)),
+        ))
     }
 }
 
@@ -131,7 +146,11 @@ pub struct FieldUsage {
 /// later versions; until then the lists are empty.
 #[utoipa::path(get, path = "/contacts/fields/{field}/usage", tag = "contacts",
     params(("field" = String, Path)), responses((status = 200, body = FieldUsage), (status = 404)))]
-async fn field_usage(State(state): State<AppState>, auth: ProjectAuth, Path(field): Path<String>) -> ApiResult<Json<FieldUsage>> {
+async fn field_usage(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(field): Path<String>,
+) -> ApiResult<Json<FieldUsage>> {
     let key = known_custom_key(&state, &auth, &field).await?;
     Ok(Json(FieldUsage {
         field: display_name(&key),
@@ -144,8 +163,15 @@ async fn field_usage(State(state): State<AppState>, auth: ProjectAuth, Path(fiel
 /// Removes the field from every contact of the project.
 #[utoipa::path(delete, path = "/contacts/fields/{field}", tag = "contacts",
     params(("field" = String, Path)), responses((status = 204), (status = 404)))]
-async fn delete_field(State(state): State<AppState>, auth: ProjectAuth, Path(field): Path<String>) -> ApiResult<StatusCode> {
+async fn delete_field(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(field): Path<String>,
+) -> ApiResult<StatusCode> {
     let key = known_custom_key(&state, &auth, &field).await?;
-    state.store.delete_field(auth.id(), &key, now_millis()).await?;
+    state
+        .store
+        .delete_field(auth.id(), &key, now_millis())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,8 +1,8 @@
 //! Liveness and readiness: 200 once the database answers (migrations run before listening).
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -26,6 +26,11 @@ async fn health(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     if state.store.ping().await {
         (StatusCode::OK, Json(Health { status: "ok" }))
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(Health { status: "unavailable" }))
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(Health {
+                status: "unavailable",
+            }),
+        )
     }
 }

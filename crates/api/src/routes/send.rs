@@ -1,9 +1,9 @@
 //! `POST /v1/send`: validates, checks the sender domain, and hands a [`SendPlan`] to the
 //! engine, which answers once every message is durably queued.
 
+use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::Json;
 use herald_core::email::EmailAddress;
 use herald_core::time::{iso, now_millis};
 use herald_engine::send::{AcceptError, SendPlan};
@@ -89,7 +89,10 @@ fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
         return Ok(None);
     };
     match v.to_str() {
-        Ok(k) if (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic() || b == b' ') => {
+        Ok(k)
+            if (1..=255).contains(&k.len())
+                && k.bytes().all(|b| b.is_ascii_graphic() || b == b' ') =>
+        {
             Ok(Some(k.to_owned()))
         }
         _ => Err(ApiError::field(
@@ -126,7 +129,11 @@ async fn send(
     let subject = parse::subject(req.subject.as_deref(), &mut p)
         .or_else(|| template.as_ref().map(|t| t.subject.clone()));
     if subject.is_none() && req.subject.is_none() {
-        p.push("subject", "subject is required unless a template is given", "required");
+        p.push(
+            "subject",
+            "subject is required unless a template is given",
+            "required",
+        );
     }
     let body = match req.body.as_deref() {
         Some("") => {
@@ -137,19 +144,36 @@ async fn send(
         None => template.as_ref().map(|t| t.body.clone()),
     };
     if body.is_none() && req.body.is_none() {
-        p.push("body", "body is required unless a template is given", "required");
+        p.push(
+            "body",
+            "body is required unless a template is given",
+            "required",
+        );
     }
     let from = match (&req.from, &template) {
         (Some(f), _) => parse::mailbox(f, "from", &mut p),
-        (None, Some(t)) => t.from_email.as_deref().and_then(|e| EmailAddress::parse(e).ok()).map(|email| {
-            herald_engine::send::Recipient { email, name: t.from_name.clone() }
-        }),
+        (None, Some(t)) => t
+            .from_email
+            .as_deref()
+            .and_then(|e| EmailAddress::parse(e).ok())
+            .map(|email| herald_engine::send::Recipient {
+                email,
+                name: t.from_name.clone(),
+            }),
         (None, None) => None,
     };
     if from.is_none() && req.from.is_none() {
-        p.push("from", "from is required unless the template has a sender", "required");
+        p.push(
+            "from",
+            "from is required unless the template has a sender",
+            "required",
+        );
     }
-    let deprecated_name = parse::display_name(req.name.as_ref().map(|n| Value::String(n.clone())).as_ref(), "name", &mut p);
+    let deprecated_name = parse::display_name(
+        req.name.as_ref().map(|n| Value::String(n.clone())).as_ref(),
+        "name",
+        &mut p,
+    );
     let reply_to = match req.reply.as_deref() {
         Some(r) => match EmailAddress::parse(r) {
             Ok(e) => Some(e.into_string()),
@@ -174,10 +198,16 @@ async fn send(
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "PAYLOAD_TOO_LARGE",
-            format!("the message would be about {estimated} bytes; at most {} bytes", parse::MAX_MESSAGE_BYTES),
+            format!(
+                "the message would be about {estimated} bytes; at most {} bytes",
+                parse::MAX_MESSAGE_BYTES
+            ),
         ));
     }
-    state.engine.require_verified_sender(auth.id(), &from.email).await?;
+    state
+        .engine
+        .require_verified_sender(auth.id(), &from.email)
+        .await?;
     let from_name = from.name.or(deprecated_name);
     let plan = SendPlan {
         project_id: auth.id(),
@@ -188,7 +218,9 @@ async fn send(
         from_name,
         reply_to,
         template_id: template.as_ref().map(|t| t.id),
-        marketing: template.as_ref().is_some_and(|t| t.template_type == "MARKETING"),
+        marketing: template
+            .as_ref()
+            .is_some_and(|t| t.template_type == "MARKETING"),
         subscribed: req.subscribed,
         data,
         headers: custom_headers,
@@ -196,8 +228,12 @@ async fn send(
         idempotency_key,
     };
     let accepted = state.engine.accept_send(&plan).await.map_err(|e| match e {
-        AcceptError::IdempotencyKeyReused => ApiError::new(StatusCode::CONFLICT, "IDEMPOTENCY_KEY_REUSED", e.to_string())
-            .with_suggestion("Use a new Idempotency-Key for a new send"),
+        AcceptError::IdempotencyKeyReused => ApiError::new(
+            StatusCode::CONFLICT,
+            "IDEMPOTENCY_KEY_REUSED",
+            e.to_string(),
+        )
+        .with_suggestion("Use a new Idempotency-Key for a new send"),
         AcceptError::Store(s) => s.into(),
     })?;
     let emails = accepted

@@ -19,8 +19,18 @@ pub const MAX_HEADER_VALUE: usize = 998;
 
 /// Headers Herald writes itself; a request cannot set them.
 const RESERVED_HEADERS: [&str; 12] = [
-    "from", "to", "cc", "bcc", "subject", "date", "message-id", "reply-to", "mime-version",
-    "content-type", "content-transfer-encoding", "dkim-signature",
+    "from",
+    "to",
+    "cc",
+    "bcc",
+    "subject",
+    "date",
+    "message-id",
+    "reply-to",
+    "mime-version",
+    "content-type",
+    "content-transfer-encoding",
+    "dkim-signature",
 ];
 
 pub struct Problems(pub Vec<FieldError>);
@@ -41,7 +51,11 @@ pub fn display_name(raw: Option<&Value>, field: &str, p: &mut Problems) -> Optio
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) if s.chars().any(char::is_control) || s.chars().count() > 200 => {
-            p.push(field, "names are at most 200 characters without line breaks", "invalid_name");
+            p.push(
+                field,
+                "names are at most 200 characters without line breaks",
+                "invalid_name",
+            );
             None
         }
         Some(Value::String(s)) => Some(s.trim().to_owned()),
@@ -71,7 +85,11 @@ pub fn mailbox(raw: &Value, field: &str, p: &mut Problems) -> Option<Recipient> 
             }
         },
         _ => {
-            p.push(field, "must be an email string or {name, email}", "invalid_type");
+            p.push(
+                field,
+                "must be an email string or {name, email}",
+                "invalid_type",
+            );
             return None;
         }
     };
@@ -96,18 +114,26 @@ pub fn recipients(raw: Option<&Value>, p: &mut Problems) -> Vec<Recipient> {
             return Vec::new();
         }
         Some(Value::Array(a)) if a.len() > MAX_RECIPIENTS => {
-            p.push("to", format!("at most {MAX_RECIPIENTS} recipients per request"), "too_many");
+            p.push(
+                "to",
+                format!("at most {MAX_RECIPIENTS} recipients per request"),
+                "too_many",
+            );
             return Vec::new();
         }
-        Some(Value::Array(a)) => a.iter().enumerate().map(|(i, v)| (format!("to.{i}"), v)).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("to.{i}"), v))
+            .collect(),
         Some(v) => vec![("to".to_owned(), v)],
     };
     let mut out: Vec<Recipient> = Vec::new();
     for (field, v) in items {
-        if let Some(r) = mailbox(v, &field, p) {
-            if !out.iter().any(|o| o.email == r.email) {
-                out.push(r);
-            }
+        if let Some(r) = mailbox(v, &field, p)
+            && !out.iter().any(|o| o.email == r.email)
+        {
+            out.push(r);
         }
     }
     out
@@ -116,9 +142,17 @@ pub fn recipients(raw: Option<&Value>, p: &mut Problems) -> Vec<Recipient> {
 pub fn subject(raw: Option<&str>, p: &mut Problems) -> Option<String> {
     let s = raw?;
     if s.is_empty() || s.chars().count() > MAX_SUBJECT {
-        p.push("subject", format!("subject must be 1 to {MAX_SUBJECT} characters"), "invalid_length");
+        p.push(
+            "subject",
+            format!("subject must be 1 to {MAX_SUBJECT} characters"),
+            "invalid_length",
+        );
     } else if has_line_break(s) {
-        p.push("subject", "subject must not contain line breaks", "line_break");
+        p.push(
+            "subject",
+            "subject must not contain line breaks",
+            "line_break",
+        );
     } else {
         return Some(s.to_owned());
     }
@@ -130,7 +164,11 @@ pub fn headers(raw: Option<&Value>, p: &mut Problems) -> Vec<(String, String)> {
         None | Some(Value::Null) => return Vec::new(),
         Some(Value::Object(o)) => o,
         Some(_) => {
-            p.push("headers", "headers must be an object of strings", "invalid_type");
+            p.push(
+                "headers",
+                "headers must be an object of strings",
+                "invalid_type",
+            );
             return Vec::new();
         }
     };
@@ -141,19 +179,33 @@ pub fn headers(raw: Option<&Value>, p: &mut Problems) -> Vec<(String, String)> {
             && name.len() <= 100
             && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
         if !valid_name {
-            p.push(field, "header names are printable ASCII without ':' or line breaks", "invalid_header_name");
+            p.push(
+                field,
+                "header names are printable ASCII without ':' or line breaks",
+                "invalid_header_name",
+            );
             continue;
         }
         if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-            p.push(field, format!("{name} is set by Herald; use the request's own field"), "reserved_header");
+            p.push(
+                field,
+                format!("{name} is set by Herald; use the request's own field"),
+                "reserved_header",
+            );
             continue;
         }
         match value.as_str() {
             None => p.push(field, "header values must be strings", "invalid_type"),
-            Some(v) if has_line_break(v) => p.push(field, "header values must not contain CR or LF", "line_break"),
-            Some(v) if v.chars().count() > MAX_HEADER_VALUE => {
-                p.push(field, format!("header values are at most {MAX_HEADER_VALUE} characters"), "too_long")
-            }
+            Some(v) if has_line_break(v) => p.push(
+                field,
+                "header values must not contain CR or LF",
+                "line_break",
+            ),
+            Some(v) if v.chars().count() > MAX_HEADER_VALUE => p.push(
+                field,
+                format!("header values are at most {MAX_HEADER_VALUE} characters"),
+                "too_long",
+            ),
             Some(v) => out.push((name.clone(), v.to_owned())),
         }
     }
@@ -161,17 +213,28 @@ pub fn headers(raw: Option<&Value>, p: &mut Problems) -> Vec<(String, String)> {
 }
 
 /// Attachments; `Err` is a 413 when the decoded total is over the limit.
-pub fn attachments(raw: Option<&Value>, p: &mut Problems) -> Result<(Vec<AttachmentIn>, usize), ApiError> {
+pub fn attachments(
+    raw: Option<&Value>,
+    p: &mut Problems,
+) -> Result<(Vec<AttachmentIn>, usize), ApiError> {
     let items = match raw {
         None | Some(Value::Null) => return Ok((Vec::new(), 0)),
         Some(Value::Array(a)) => a,
         Some(_) => {
-            p.push("attachments", "attachments must be an array", "invalid_type");
+            p.push(
+                "attachments",
+                "attachments must be an array",
+                "invalid_type",
+            );
             return Ok((Vec::new(), 0));
         }
     };
     if items.len() > MAX_ATTACHMENTS {
-        p.push("attachments", format!("at most {MAX_ATTACHMENTS} attachments"), "too_many");
+        p.push(
+            "attachments",
+            format!("at most {MAX_ATTACHMENTS} attachments"),
+            "too_many",
+        );
         return Ok((Vec::new(), 0));
     }
     let mut out = Vec::new();
@@ -180,9 +243,15 @@ pub fn attachments(raw: Option<&Value>, p: &mut Problems) -> Result<(Vec<Attachm
         let f = |k: &str| format!("attachments.{i}.{k}");
         let text = |k: &str| item.get(k).and_then(Value::as_str);
         let filename = match text("filename") {
-            Some(n) if !n.is_empty() && n.len() <= 255 && !n.chars().any(char::is_control) => n.to_owned(),
+            Some(n) if !n.is_empty() && n.len() <= 255 && !n.chars().any(char::is_control) => {
+                n.to_owned()
+            }
             _ => {
-                p.push(f("filename"), "filename is required: 1 to 255 characters without line breaks", "invalid");
+                p.push(
+                    f("filename"),
+                    "filename is required: 1 to 255 characters without line breaks",
+                    "invalid",
+                );
                 continue;
             }
         };
@@ -191,7 +260,11 @@ pub fn attachments(raw: Option<&Value>, p: &mut Problems) -> Result<(Vec<Attachm
             !a.is_empty() && !b.is_empty() && content_type.bytes().all(|c| c.is_ascii_graphic())
         });
         if !ct_ok {
-            p.push(f("contentType"), "contentType must be a MIME type such as application/pdf", "invalid");
+            p.push(
+                f("contentType"),
+                "contentType must be a MIME type such as application/pdf",
+                "invalid",
+            );
             continue;
         }
         let Some(content) = text("content") else {
@@ -201,7 +274,11 @@ pub fn attachments(raw: Option<&Value>, p: &mut Problems) -> Result<(Vec<Attachm
         let decoded_len = match STANDARD.decode(content.trim()) {
             Ok(bytes) => bytes.len(),
             Err(_) => {
-                p.push(f("content"), "content is not valid base64", "invalid_base64");
+                p.push(
+                    f("content"),
+                    "content is not valid base64",
+                    "invalid_base64",
+                );
                 continue;
             }
         };
@@ -210,13 +287,27 @@ pub fn attachments(raw: Option<&Value>, p: &mut Problems) -> Result<(Vec<Attachm
             None | Some("attachment") => false,
             Some("inline") => true,
             Some(_) => {
-                p.push(f("disposition"), "disposition is attachment or inline", "invalid_enum");
+                p.push(
+                    f("disposition"),
+                    "disposition is attachment or inline",
+                    "invalid_enum",
+                );
                 continue;
             }
         };
         let content_id = text("contentId").map(str::to_owned);
-        if inline && content_id.as_deref().is_none_or(|c| c.is_empty() || c.chars().any(|ch| ch.is_control() || ch == '<' || ch == '>')) {
-            p.push(f("contentId"), "inline attachments need a contentId (without <>)", "required");
+        if inline
+            && content_id.as_deref().is_none_or(|c| {
+                c.is_empty()
+                    || c.chars()
+                        .any(|ch| ch.is_control() || ch == '<' || ch == '>')
+            })
+        {
+            p.push(
+                f("contentId"),
+                "inline attachments need a contentId (without <>)",
+                "required",
+            );
             continue;
         }
         out.push(AttachmentIn {

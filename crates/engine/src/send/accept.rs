@@ -100,8 +100,11 @@ impl Engine {
     pub async fn accept_send(&self, plan: &SendPlan) -> Result<Vec<Accepted>, AcceptError> {
         let subject_t = Template::parse(&plan.subject);
         let body_t = Template::parse(&plan.body);
-        let headers: Map<String, Value> =
-            plan.headers.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        let headers: Map<String, Value> = plan
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
         let headers = Value::Object(headers);
         let attachments = Value::Array(
             plan.attachments
@@ -114,10 +117,17 @@ impl Engine {
         );
         let now = now_millis();
         let mut tx = self.store.begin().await?;
-        if let Some(key) = &plan.idempotency_key {
-            if !messages::claim_idempotency_key(&mut tx, plan.project_id, key, now, IDEMPOTENCY_WINDOW_MS).await? {
-                return Err(AcceptError::IdempotencyKeyReused);
-            }
+        if let Some(key) = &plan.idempotency_key
+            && !messages::claim_idempotency_key(
+                &mut tx,
+                plan.project_id,
+                key,
+                now,
+                IDEMPOTENCY_WINDOW_MS,
+            )
+            .await?
+        {
+            return Err(AcceptError::IdempotencyKeyReused);
         }
         let mut accepted = Vec::with_capacity(plan.recipients.len());
         for r in &plan.recipients {
@@ -134,7 +144,11 @@ impl Engine {
             )
             .await?;
             let contact = out.contact;
-            let vars = render_vars(contact.id, &contact.email, &plan.data.render_data(&contact.data));
+            let vars = render_vars(
+                contact.id,
+                &contact.email,
+                &plan.data.render_data(&contact.data),
+            );
             let id = new_id();
             let skipped = (plan.marketing && !contact.subscribed).then_some("unsubscribed");
             let subject = one_line(subject_t.render(&vars, Escape::None));
@@ -148,7 +162,11 @@ impl Engine {
                     contact_id: Some(contact.id),
                     template_id: plan.template_id,
                     source: "transactional",
-                    status: if skipped.is_some() { SUPPRESSED } else { PENDING },
+                    status: if skipped.is_some() {
+                        SUPPRESSED
+                    } else {
+                        PENDING
+                    },
                     from_email: plan.from.as_str(),
                     from_name: plan.from_name.as_deref(),
                     reply_to: plan.reply_to.as_deref(),
@@ -166,7 +184,15 @@ impl Engine {
             .await?;
             if skipped.is_none() {
                 let max = i32::try_from(self.settings.send_max_attempts).unwrap_or(i32::MAX);
-                jobs::enqueue(&mut tx, Some(plan.project_id), SEND_JOB, &json!({"messageId": id}), now, max).await?;
+                jobs::enqueue(
+                    &mut tx,
+                    Some(plan.project_id),
+                    SEND_JOB,
+                    &json!({"messageId": id}),
+                    now,
+                    max,
+                )
+                .await?;
             }
             accepted.push(Accepted {
                 contact_id: contact.id,

@@ -66,6 +66,7 @@ fn attachment(v: &serde_json::Value) -> Result<Attachment, ComposeError> {
         filename: field("filename").unwrap_or_else(|| "attachment".into()),
         content_type: field("contentType").unwrap_or_else(|| "application/octet-stream".into()),
         content,
-        content_id: field("contentId").filter(|_| field("disposition").as_deref() == Some("inline")),
+        content_id: field("contentId")
+            .filter(|_| field("disposition").as_deref() == Some("inline")),
     })
 }

@@ -16,7 +16,7 @@ use herald_core::ids::Uuid;
 use herald_core::time::{Millis, now_millis};
 use herald_mail::transport::{Envelope, Transport, TransportError};
 use herald_store::jobs::{self, Job};
-use herald_store::messages::{self, FAILED, PENDING, SENDING, SENT, SUPPRESSED, Message};
+use herald_store::messages::{self, FAILED, Message, PENDING, SENDING, SENT, SUPPRESSED};
 use herald_store::{StoreResult, events};
 use serde_json::json;
 use tokio::sync::{Semaphore, watch};
@@ -46,7 +46,10 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         let lease = engine.settings.send_lease.as_millis() as i64;
-        let claimed = engine.store.claim_jobs(SEND_JOB, free as u32, now_millis(), lease).await;
+        let claimed = engine
+            .store
+            .claim_jobs(SEND_JOB, free as u32, now_millis(), lease)
+            .await;
         let jobs = match claimed {
             Ok(jobs) => jobs,
             Err(e) => {
@@ -121,10 +124,16 @@ async fn try_deliver(engine: &Engine, job: &Job) -> StoreResult<()> {
         return tx.commit().await;
     }
     let key = msg.id.to_string();
-    if let Transport::Outbox(outbox) = &engine.transport {
-        if outbox.path_for(&key).is_ok_and(|p| p.exists()) {
-            return finish_sent(engine, job, &msg, "recovered: the message was already in the outbox").await;
-        }
+    if let Transport::Outbox(outbox) = &engine.transport
+        && outbox.path_for(&key).is_ok_and(|p| p.exists())
+    {
+        return finish_sent(
+            engine,
+            job,
+            &msg,
+            "recovered: the message was already in the outbox",
+        )
+        .await;
     }
     let mut tx = engine.store.begin().await?;
     messages::set_status(&mut tx, msg.id, SENDING, None, true, now).await?;
@@ -158,12 +167,23 @@ async fn try_deliver(engine: &Engine, job: &Job) -> StoreResult<()> {
                 return finish_failed(engine, job, &msg, &reason).await;
             }
             let delay = backoff(engine.settings.send_retry_base, job.attempts);
-            let detail = format!("attempt {} failed: {reply}; retrying in {:.1} s", job.attempts, delay.as_secs_f64());
+            let detail = format!(
+                "attempt {} failed: {reply}; retrying in {:.1} s",
+                job.attempts,
+                delay.as_secs_f64()
+            );
             let now = now_millis();
             let mut tx = engine.store.begin().await?;
             messages::set_status(&mut tx, msg.id, SENDING, Some(&reply), false, now).await?;
             messages::add_history(&mut tx, msg.id, SENDING, Some(&detail), now).await?;
-            jobs::retry(&mut tx, job.id, now + delay.as_millis() as Millis, &reply, now).await?;
+            jobs::retry(
+                &mut tx,
+                job.id,
+                now + delay.as_millis() as Millis,
+                &reply,
+                now,
+            )
+            .await?;
             tx.commit().await
         }
     }
@@ -178,7 +198,11 @@ fn backoff(base: Duration, attempt: i32) -> Duration {
 }
 
 async fn build_signed(engine: &Engine, msg: &Message) -> Result<Vec<u8>, String> {
-    let domain = msg.from_email.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    let domain = msg
+        .from_email
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
     let signer = match engine.dkim_signer(msg.project_id, &domain).await {
         Ok(Some(s)) => s,
         Ok(None) => return Err(format!("the sender domain {domain} is no longer verified")),
@@ -191,7 +215,11 @@ async fn build_signed(engine: &Engine, msg: &Message) -> Result<Vec<u8>, String>
 }
 
 /// Runs the send while extending the job's lease, so a slow handoff is not taken over.
-async fn with_heartbeat<T>(engine: &Engine, job: &Job, send: impl std::future::Future<Output = T>) -> T {
+async fn with_heartbeat<T>(
+    engine: &Engine,
+    job: &Job,
+    send: impl std::future::Future<Output = T>,
+) -> T {
     let lease = engine.settings.send_lease;
     let mut tick = tokio::time::interval(lease / 3);
     tick.tick().await;

@@ -19,10 +19,22 @@ fn spawn_worker(config: &herald::Config) -> Child {
         .env("HERALD_LISTEN", "127.0.0.1:0")
         .env("HERALD_DATA_DIR", &config.data_dir)
         .env("HERALD_DATABASE_URL", &config.database_url)
-        .env("HERALD_DATABASE_SCHEMA", config.database_schema.clone().unwrap_or_default())
+        .env(
+            "HERALD_DATABASE_SCHEMA",
+            config.database_schema.clone().unwrap_or_default(),
+        )
         .env("HERALD_SECRET", config.secret.clone().unwrap_or_default())
-        .env("HERALD_SMTP_URL", config.smtp_url.clone().unwrap_or_default())
-        .env("HERALD_DNS_RESOLVER", config.dns_resolver.map(|a| a.to_string()).unwrap_or_default())
+        .env(
+            "HERALD_SMTP_URL",
+            config.smtp_url.clone().unwrap_or_default(),
+        )
+        .env(
+            "HERALD_DNS_RESOLVER",
+            config
+                .dns_resolver
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+        )
         .env("HERALD_SEND_RETRY_BASE_SECS", "0.2")
         .env("HERALD_SEND_LEASE_SECS", "1")
         .env("HERALD_LOG", "warn")

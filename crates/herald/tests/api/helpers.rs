@@ -38,7 +38,9 @@ macro_rules! both_engines {
 }
 
 pub fn postgres_url() -> Option<String> {
-    std::env::var("HERALD_TEST_POSTGRES_URL").ok().filter(|s| !s.is_empty())
+    std::env::var("HERALD_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 pub struct TestApp {
@@ -74,7 +76,9 @@ impl Engine {
         if self == Engine::Postgres {
             let url = postgres_url().expect("HERALD_TEST_POSTGRES_URL");
             let schema = format!("t_{}", uuid::Uuid::new_v4().simple());
-            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.expect("connect to PostgreSQL");
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+                .await
+                .expect("connect to PostgreSQL");
             sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
                 .execute(&mut conn)
                 .await
@@ -99,7 +103,10 @@ impl Engine {
 }
 
 pub fn cookie_client() -> Client {
-    Client::builder().cookie_store(true).build().expect("client")
+    Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client")
 }
 
 impl TestApp {
@@ -108,11 +115,24 @@ impl TestApp {
     }
 
     /// A request with an optional bearer key and JSON body.
-    pub async fn call(&self, method: Method, path: &str, key: Option<&str>, body: Option<&Value>) -> Response {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> Response {
         self.call_with(&self.client, method, path, key, body).await
     }
 
-    pub async fn call_with(&self, client: &Client, method: Method, path: &str, key: Option<&str>, body: Option<&Value>) -> Response {
+    pub async fn call_with(
+        &self,
+        client: &Client,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> Response {
         let mut req = client.request(method, self.url(path));
         if let Some(k) = key {
             req = req.bearer_auth(k);
@@ -143,9 +163,20 @@ impl TestApp {
     pub async fn signup(&self, email: &str) -> Client {
         let client = cookie_client();
         let res = self
-            .call_with(&client, Method::POST, "/auth/signup", None, Some(&json!({"email": email, "password": "correct horse battery"})))
+            .call_with(
+                &client,
+                Method::POST,
+                "/auth/signup",
+                None,
+                Some(&json!({"email": email, "password": "correct horse battery"})),
+            )
             .await;
-        assert_eq!(res.status(), 201, "signup: {}", res.text().await.unwrap_or_default());
+        assert_eq!(
+            res.status(),
+            201,
+            "signup: {}",
+            res.text().await.unwrap_or_default()
+        );
         client
     }
 
@@ -154,7 +185,13 @@ impl TestApp {
         let email = format!("owner-{}@example.com", uuid::Uuid::new_v4().simple());
         let owner = self.signup(&email).await;
         let res = self
-            .call_with(&owner, Method::POST, "/users/@me/projects", None, Some(&json!({"name": "Test project"})))
+            .call_with(
+                &owner,
+                Method::POST,
+                "/users/@me/projects",
+                None,
+                Some(&json!({"name": "Test project"})),
+            )
             .await;
         assert_eq!(res.status(), 201);
         let p: Value = res.json().await.expect("json");
@@ -169,7 +206,11 @@ impl TestApp {
     /// `POST /contacts`, asserting success; returns the contact.
     pub async fn create_contact(&self, key: &str, body: Value) -> Value {
         let res = self.post("/contacts", key, &body).await;
-        assert!(res.status().is_success(), "create contact: {}", res.status());
+        assert!(
+            res.status().is_success(),
+            "create contact: {}",
+            res.status()
+        );
         res.json().await.expect("json")
     }
 }
@@ -193,7 +234,11 @@ pub async fn expect_error(res: Response, status: u16, code: &str) -> Value {
     assert_eq!(body["success"], false, "{body}");
     assert_eq!(body["error"]["code"], code, "{body}");
     assert_eq!(body["error"]["statusCode"], status, "{body}");
-    assert_eq!(body["error"]["requestId"].as_str(), request_id.as_deref(), "{body}");
+    assert_eq!(
+        body["error"]["requestId"].as_str(),
+        request_id.as_deref(),
+        "{body}"
+    );
     assert!(body["timestamp"].as_str().is_some(), "{body}");
     body
 }
@@ -202,6 +247,10 @@ pub async fn expect_error(res: Response, status: u16, code: &str) -> Value {
 pub fn error_fields(body: &Value) -> Vec<String> {
     body["error"]["errors"]
         .as_array()
-        .map(|a| a.iter().filter_map(|e| e["field"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["field"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }

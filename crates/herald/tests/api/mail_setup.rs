@@ -53,20 +53,41 @@ pub async fn mail_world(engine: Engine, tweak: impl FnOnce(&mut herald::Config))
 }
 
 /// Adds `domain`, publishes its records in `dns`, verifies it; returns (DKIM TXT, selector).
-pub async fn verify_domain(app: &TestApp, p: &TestProject, dns: &DnsServer, domain: &str) -> (String, String) {
-    let added = expect_json(app.post("/domains", &p.secret_key, &json!({"domain": domain})).await, 201).await;
+pub async fn verify_domain(
+    app: &TestApp,
+    p: &TestProject,
+    dns: &DnsServer,
+    domain: &str,
+) -> (String, String) {
+    let added = expect_json(
+        app.post("/domains", &p.secret_key, &json!({"domain": domain}))
+            .await,
+        201,
+    )
+    .await;
     let mut dkim = (String::new(), String::new());
     for r in added["records"].as_array().expect("records") {
-        let (name, value) = (r["name"].as_str().unwrap_or(""), r["value"].as_str().unwrap_or(""));
+        let (name, value) = (
+            r["name"].as_str().unwrap_or(""),
+            r["value"].as_str().unwrap_or(""),
+        );
         if r["type"] == "TXT" {
             dns.set_txt(name, vec![value.to_owned()]);
         }
         if r["purpose"] == "dkim" {
-            dkim = (value.to_owned(), added["selector"].as_str().unwrap_or("").to_owned());
+            dkim = (
+                value.to_owned(),
+                added["selector"].as_str().unwrap_or("").to_owned(),
+            );
         }
     }
     let id = added["id"].as_str().expect("id");
-    let verified = expect_json(app.get(&format!("/domains/{id}/verify"), &p.secret_key).await, 200).await;
+    let verified = expect_json(
+        app.get(&format!("/domains/{id}/verify"), &p.secret_key)
+            .await,
+        200,
+    )
+    .await;
     assert_eq!(verified["status"], "VERIFIED", "{verified}");
     dkim
 }
@@ -77,15 +98,26 @@ pub async fn send(w: &MailWorld, body: &Value) -> reqwest::Response {
 }
 
 /// Polls `GET /emails/{id}` until its status is one of `want` (or panics after `timeout`).
-pub async fn wait_status(app: &TestApp, key: &str, id: &str, want: &[&str], timeout: Duration) -> Value {
+pub async fn wait_status(
+    app: &TestApp,
+    key: &str,
+    id: &str,
+    want: &[&str],
+    timeout: Duration,
+) -> Value {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let res = app.call(Method::GET, &format!("/emails/{id}"), Some(key), None).await;
+        let res = app
+            .call(Method::GET, &format!("/emails/{id}"), Some(key), None)
+            .await;
         let body: Value = res.json().await.expect("json");
         if want.iter().any(|w| body["status"] == *w) {
             return body;
         }
-        assert!(tokio::time::Instant::now() < deadline, "message {id} never reached {want:?}: {body}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "message {id} never reached {want:?}: {body}"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -94,6 +126,10 @@ pub async fn wait_status(app: &TestApp, key: &str, id: &str, want: &[&str], time
 pub fn message_ids(answer: &Value) -> Vec<String> {
     answer["data"]["emails"]
         .as_array()
-        .map(|a| a.iter().filter_map(|e| e["email"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["email"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }

@@ -1,0 +1,161 @@
+//! A Herald server started in-process for a benchmark, and the HTTP helpers every benchmark
+//! needs.
+
+use anyhow::{Context, ensure};
+use herald::{Application, Config};
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+/// A server running in this process, and what to clean up when it stops.
+pub struct Server {
+    base: String,
+    pub engine: String,
+    pub config: Config,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    pg_schema: Option<(String, String)>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// A fresh server: a temporary SQLite directory, or a fresh schema of `database_url`.
+    pub async fn start_with(
+        database_url: Option<&str>,
+        tweak: impl FnOnce(&mut Config),
+    ) -> anyhow::Result<Server> {
+        let dir = tempfile::tempdir().context("creating a temporary data directory")?;
+        let mut config = Config {
+            listen: "127.0.0.1:0".into(),
+            data_dir: dir.path().to_path_buf(),
+            rate_limit_per_minute: u32::MAX,
+            ..Config::default()
+        };
+        let mut pg_schema = None;
+        if let Some(url) = database_url {
+            if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                let schema = format!("bench_{}", uuid::Uuid::new_v4().simple());
+                let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(url)
+                    .await
+                    .context("connecting to PostgreSQL")?;
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+                    .execute(&mut conn)
+                    .await
+                    .context("creating the benchmark schema")?;
+                config.database_schema = Some(schema.clone());
+                pg_schema = Some((url.to_owned(), schema));
+            }
+            config.database_url = url.to_owned();
+        }
+        tweak(&mut config);
+        let config = config.resolved();
+        let engine = match &pg_schema {
+            Some((_, schema)) => format!(
+                "PostgreSQL ({}, schema {schema})",
+                config.database_description()
+            ),
+            None => format!("SQLite ({})", config.database_description()),
+        };
+        let app = Application::build(config.clone())
+            .await
+            .context("starting Herald")?;
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(app.run_until_stopped(async {
+            let _ = stopped.await;
+        }));
+        Ok(Server {
+            base,
+            engine,
+            config,
+            stop,
+            task,
+            pg_schema,
+            _dir: dir,
+        })
+    }
+
+    /// Another node on the same database and data directory as `config` (it owns nothing to
+    /// clean up).
+    pub async fn start_on(
+        mut config: Config,
+        tweak: impl FnOnce(&mut Config),
+    ) -> anyhow::Result<Server> {
+        config.listen = "127.0.0.1:0".into();
+        tweak(&mut config);
+        let app = Application::build(config.clone())
+            .await
+            .context("starting a second node")?;
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(app.run_until_stopped(async {
+            let _ = stopped.await;
+        }));
+        Ok(Server {
+            base,
+            engine: "second node".into(),
+            config,
+            stop,
+            task,
+            pg_schema: None,
+            _dir: tempfile::tempdir().context("creating a temporary directory")?,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        self.task.await.context("the server task failed")??;
+        if let Some((url, schema)) = self.pg_schema {
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+                .execute(&mut conn)
+                .await
+                .context("dropping the benchmark schema")?;
+        }
+        Ok(())
+    }
+}
+
+/// Signs up a user and creates a project; returns its secret key.
+pub async fn project_key(server: &Server) -> anyhow::Result<String> {
+    let session = Client::builder().cookie_store(true).build()?;
+    let email = format!("bench-{}@example.com", uuid::Uuid::new_v4().simple());
+    let res = session
+        .post(server.url("/auth/signup"))
+        .json(&json!({"email": email, "password": "benchmark password"}))
+        .send()
+        .await?;
+    expect_status(res, StatusCode::CREATED, "POST /auth/signup").await?;
+    let res = session
+        .post(server.url("/users/@me/projects"))
+        .json(&json!({"name": "Benchmark"}))
+        .send()
+        .await?;
+    let project = expect_status(res, StatusCode::CREATED, "POST /users/@me/projects").await?;
+    project["secretKey"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the project has no secretKey")
+}
+
+/// The JSON body of a response with the expected status, or an error showing the body.
+pub async fn expect_status(
+    res: reqwest::Response,
+    status: StatusCode,
+    what: &str,
+) -> anyhow::Result<Value> {
+    let got = res.status();
+    let text = res
+        .text()
+        .await
+        .with_context(|| format!("{what}: reading the body"))?;
+    ensure!(
+        got == status,
+        "{what}: expected {status}, got {got}: {text}"
+    );
+    serde_json::from_str(&text).with_context(|| format!("{what}: the body is not JSON: {text}"))
+}
