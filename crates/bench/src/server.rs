@@ -56,6 +56,27 @@ impl Server {
             ),
             None => format!("SQLite ({})", config.database_description()),
         };
+        Self::spawn(config, engine, pg_schema, dir).await
+    }
+
+    /// Another node on the same database and data directory as `config` (it owns nothing to
+    /// clean up).
+    pub async fn start_on(
+        mut config: Config,
+        tweak: impl FnOnce(&mut Config),
+    ) -> anyhow::Result<Server> {
+        config.listen = "127.0.0.1:0".into();
+        tweak(&mut config);
+        let dir = tempfile::tempdir().context("creating a temporary directory")?;
+        Self::spawn(config, "second node".into(), None, dir).await
+    }
+
+    async fn spawn(
+        config: Config,
+        engine: String,
+        pg_schema: Option<(String, String)>,
+        dir: tempfile::TempDir,
+    ) -> anyhow::Result<Server> {
         let app = Application::build(config.clone())
             .await
             .context("starting Herald")?;
@@ -72,33 +93,6 @@ impl Server {
             task,
             pg_schema,
             _dir: dir,
-        })
-    }
-
-    /// Another node on the same database and data directory as `config` (it owns nothing to
-    /// clean up).
-    pub async fn start_on(
-        mut config: Config,
-        tweak: impl FnOnce(&mut Config),
-    ) -> anyhow::Result<Server> {
-        config.listen = "127.0.0.1:0".into();
-        tweak(&mut config);
-        let app = Application::build(config.clone())
-            .await
-            .context("starting a second node")?;
-        let base = format!("http://127.0.0.1:{}", app.port());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(app.run_until_stopped(async {
-            let _ = stopped.await;
-        }));
-        Ok(Server {
-            base,
-            engine: "second node".into(),
-            config,
-            stop,
-            task,
-            pg_schema: None,
-            _dir: tempfile::tempdir().context("creating a temporary directory")?,
         })
     }
 

@@ -113,7 +113,7 @@ pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult
             is_new: true,
         });
     }
-    let existing = select_by_email(tx, req.project_id, req.email)
+    let existing = select_locked(tx, req.project_id, ContactKey::Email(req.email))
         .await?
         .ok_or_else(|| StoreError::Conflict("contacts_project_email_key".into()))?;
     let contact = apply_update(
@@ -141,42 +141,40 @@ pub async fn update_contact(
     id: Uuid,
     change: &ContactUpdate<'_>,
 ) -> StoreResult<Contact> {
-    let q = sql(
-        tx.dialect(),
-        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
-         WHERE project_id = $1 AND id = $2",
-        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
-         WHERE project_id = $1 AND id = $2 FOR UPDATE",
-    );
-    let row: Option<ContactRow> = on_tx!(tx, |conn| {
-        sqlx::query_as(q)
-            .bind(project_id)
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?
-    });
-    let existing = row.ok_or(StoreError::NotFound)?.into();
+    let row = select_locked(tx, project_id, ContactKey::Id(id)).await?;
+    let existing = row.ok_or(StoreError::NotFound)?;
     apply_update(tx, project_id, existing, change).await
 }
 
-async fn select_by_email(
+/// How a contact is named in a locked read.
+enum ContactKey<'a> {
+    Id(Uuid),
+    Email(&'a str),
+}
+
+/// Reads a contact for update (row-locked on PostgreSQL; SQLite's single writer serialises).
+async fn select_locked(
     tx: &mut Tx,
     project_id: Uuid,
-    email: &str,
+    key: ContactKey<'_>,
 ) -> StoreResult<Option<Contact>> {
-    let q = sql(
-        tx.dialect(),
-        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
-         WHERE project_id = $1 AND email = $2",
-        "SELECT id, email, subscribed, data, created_at, updated_at FROM contacts \
-         WHERE project_id = $1 AND email = $2 FOR UPDATE",
-    );
+    let column = match key {
+        ContactKey::Id(_) => "id",
+        ContactKey::Email(_) => "email",
+    };
+    let lock = if tx.dialect() == crate::Dialect::Postgres {
+        " FOR UPDATE"
+    } else {
+        ""
+    };
+    let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND {column} = $2{lock}");
     let row: Option<ContactRow> = on_tx!(tx, |conn| {
-        sqlx::query_as(q)
-            .bind(project_id)
-            .bind(email)
-            .fetch_optional(&mut *conn)
-            .await?
+        let query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
+        let query = match key {
+            ContactKey::Id(id) => query.bind(id),
+            ContactKey::Email(email) => query.bind(email),
+        };
+        query.fetch_optional(&mut *conn).await?
     });
     Ok(row.map(Contact::from))
 }
@@ -239,20 +237,6 @@ async fn apply_update(
 pub struct ContactPage {
     pub contacts: Vec<Contact>,
     pub has_more: bool,
-}
-
-/// `%`, `_` and `\` in a user's search term match themselves.
-fn like_pattern(search: &str) -> String {
-    let mut p = String::with_capacity(search.len() + 2);
-    p.push('%');
-    for c in search.to_lowercase().chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            p.push('\\');
-        }
-        p.push(c);
-    }
-    p.push('%');
-    p
 }
 
 impl Store {
@@ -327,7 +311,7 @@ impl Store {
     ) -> StoreResult<ContactPage> {
         // Conditions are added only when present: `($2 IS NULL OR id < $2)` would keep SQLite
         // from seeking the (project_id, id) index to the cursor.
-        let pattern = search.map(like_pattern);
+        let pattern = search.map(crate::like::contains);
         let mut cond = String::from("project_id = $1");
         let mut n = 1;
         if before.is_some() {
@@ -362,7 +346,7 @@ impl Store {
     }
 
     pub async fn count_contacts(&self, project_id: Uuid, search: Option<&str>) -> StoreResult<i64> {
-        let (n,): (i64,) = match search.map(like_pattern) {
+        let (n,): (i64,) = match search.map(crate::like::contains) {
             None => read!(self, |pool| {
                 sqlx::query_as("SELECT count(*) FROM contacts WHERE project_id = $1")
                     .bind(project_id)
@@ -403,15 +387,5 @@ impl Store {
                 .fetch_all(pool)
                 .await?
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::like_pattern;
-
-    #[test]
-    fn like_pattern_escapes_wildcards() {
-        assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
     }
 }

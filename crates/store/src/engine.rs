@@ -24,6 +24,8 @@ pub enum Dialect {
 #[derive(Clone)]
 pub struct Store {
     pub(crate) db: Db,
+    /// Custom-field keys known to have a recorded type, so writes skip re-inserting them.
+    pub(crate) known_fields: std::sync::Arc<crate::fields::KnownFields>,
 }
 
 #[derive(Clone, Debug)]
@@ -65,12 +67,12 @@ macro_rules! write {
 /// Runs `$body` with `$conn` bound to the connection of an open transaction.
 macro_rules! on_tx {
     ($tx:expr, |$conn:ident| $body:expr) => {
-        match $tx {
-            $crate::engine::Tx::Sqlite(t) => {
+        match &mut $tx.inner {
+            $crate::engine::TxInner::Sqlite(t) => {
                 let $conn: &mut sqlx::SqliteConnection = &mut *t;
                 $body
             }
-            $crate::engine::Tx::Postgres(t) => {
+            $crate::engine::TxInner::Postgres(t) => {
                 let $conn: &mut sqlx::PgConnection = &mut *t;
                 $body
             }
@@ -91,12 +93,12 @@ macro_rules! read_each {
 /// Like `on_tx!`, with a separate body per engine.
 macro_rules! on_tx_each {
     ($tx:expr, sqlite |$c1:ident| $b1:expr, postgres |$c2:ident| $b2:expr $(,)?) => {
-        match $tx {
-            $crate::engine::Tx::Sqlite(t) => {
+        match &mut $tx.inner {
+            $crate::engine::TxInner::Sqlite(t) => {
                 let $c1: &mut sqlx::SqliteConnection = &mut *t;
                 $b1
             }
-            $crate::engine::Tx::Postgres(t) => {
+            $crate::engine::TxInner::Postgres(t) => {
                 let $c2: &mut sqlx::PgConnection = &mut *t;
                 $b2
             }
@@ -105,23 +107,28 @@ macro_rules! on_tx_each {
 }
 
 /// An open write transaction. Work caused by a write joins the same transaction (outbox).
-pub enum Tx {
+pub struct Tx {
+    pub(crate) inner: TxInner,
+    pub(crate) known_fields: std::sync::Arc<crate::fields::KnownFields>,
+}
+
+pub(crate) enum TxInner {
     Sqlite(Transaction<'static, Sqlite>),
     Postgres(Transaction<'static, Postgres>),
 }
 
 impl Tx {
     pub fn dialect(&self) -> Dialect {
-        match self {
-            Tx::Sqlite(_) => Dialect::Sqlite,
-            Tx::Postgres(_) => Dialect::Postgres,
+        match self.inner {
+            TxInner::Sqlite(_) => Dialect::Sqlite,
+            TxInner::Postgres(_) => Dialect::Postgres,
         }
     }
 
     pub async fn commit(self) -> crate::StoreResult<()> {
-        match self {
-            Tx::Sqlite(t) => t.commit().await?,
-            Tx::Postgres(t) => t.commit().await?,
+        match self.inner {
+            TxInner::Sqlite(t) => t.commit().await?,
+            TxInner::Postgres(t) => t.commit().await?,
         }
         Ok(())
     }
@@ -171,7 +178,10 @@ impl Store {
         } else {
             anyhow::bail!("unsupported database URL (expected sqlite:// or postgres://)");
         };
-        Ok(Store { db })
+        Ok(Store {
+            db,
+            known_fields: Default::default(),
+        })
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -213,9 +223,13 @@ impl Store {
 
     /// Starts a write transaction.
     pub async fn begin(&self) -> crate::StoreResult<Tx> {
-        Ok(match &self.db {
-            Db::Sqlite { write, .. } => Tx::Sqlite(write.begin().await?),
-            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        let inner = match &self.db {
+            Db::Sqlite { write, .. } => TxInner::Sqlite(write.begin().await?),
+            Db::Postgres(pool) => TxInner::Postgres(pool.begin().await?),
+        };
+        Ok(Tx {
+            inner,
+            known_fields: self.known_fields.clone(),
         })
     }
 

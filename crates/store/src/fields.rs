@@ -12,14 +12,58 @@ use sqlx::AssertSqlSafe;
 use crate::engine::sql;
 use crate::{Store, StoreResult, Tx};
 
-/// Records the type of every leaf the patch stores, unless the key already has one.
+/// Keys whose type this process recorded or saw recorded recently. Entries expire after a
+/// minute, so a field deleted through another node is recorded again soon after; a delete
+/// through this node forgets the project's entries at once.
+#[derive(Default)]
+pub(crate) struct KnownFields(std::sync::Mutex<HashMap<(Uuid, String), std::time::Instant>>);
+
+const KNOWN_FIELD_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl KnownFields {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Uuid, String), std::time::Instant>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_known(&self, project: Uuid, key: &str) -> bool {
+        self.lock()
+            .get(&(project, key.to_owned()))
+            .is_some_and(|at| at.elapsed() < KNOWN_FIELD_TTL)
+    }
+
+    fn remember(&self, project: Uuid, keys: impl Iterator<Item = String>) {
+        let now = std::time::Instant::now();
+        let mut map = self.lock();
+        if map.len() > 100_000 {
+            map.clear();
+        }
+        for k in keys {
+            map.insert((project, k), now);
+        }
+    }
+
+    fn forget_project(&self, project: Uuid) {
+        self.lock().retain(|(p, _), _| *p != project);
+    }
+}
+
+/// Records the type of every leaf the patch stores, unless the key already has one. Keys are
+/// remembered once recorded; a rolled-back transaction can leave a key remembered but not
+/// recorded for at most a minute.
 pub(crate) async fn record_types(
     tx: &mut Tx,
     project_id: Uuid,
     patch: &DataPatch,
     now: Millis,
 ) -> StoreResult<()> {
+    let known = tx.known_fields.clone();
     let mut leaves = patch.typed_leaves();
+    leaves.retain(|(k, _)| !known.is_known(project_id, k));
+    if leaves.is_empty() {
+        return Ok(());
+    }
     leaves.sort_by(|a, b| a.0.cmp(&b.0));
     leaves.dedup_by(|a, b| a.0 == b.0);
     // One statement per 500 keys (bind-parameter limits): `($1, $2, $3, $4), ($1, $2, $5, $6), ...`.
@@ -42,6 +86,7 @@ pub(crate) async fn record_types(
             query.execute(&mut *conn).await?;
         });
     }
+    known.remember(project_id, leaves.into_iter().map(|(k, _)| k));
     Ok(())
 }
 
@@ -191,16 +236,9 @@ impl Store {
         key: &str,
         now: Millis,
     ) -> StoreResult<bool> {
+        self.known_fields.forget_project(project_id);
         let mut tx = self.begin().await?;
-        // `%`, `_` and `\` in the key match themselves.
-        let escaped: String = key
-            .chars()
-            .flat_map(|c| match c {
-                '%' | '_' | '\\' => vec!['\\', c],
-                c => vec![c],
-            })
-            .collect();
-        let prefix = format!("{escaped}.%");
+        let prefix = format!("{}.%", crate::like::escape(key));
         let known = on_tx!(&mut tx, |conn| {
             sqlx::query(
                 "DELETE FROM contact_fields WHERE project_id = $1 AND (key = $2 OR key LIKE $3 ESCAPE '\\')",

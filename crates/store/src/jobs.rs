@@ -164,3 +164,19 @@ impl Store {
         Ok(())
     }
 }
+
+/// Completes (deletes) many jobs in one statement, inside the transaction of their effects.
+pub async fn complete_many(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<()> {
+    for chunk in ids.chunks(500) {
+        let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+        let q = format!("DELETE FROM jobs WHERE id IN ({})", list.join(", "));
+        on_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(q.as_str()));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.execute(&mut *conn).await?;
+        });
+    }
+    Ok(())
+}

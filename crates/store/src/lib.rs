@@ -19,6 +19,7 @@ mod error;
 pub mod events;
 pub mod fields;
 pub mod jobs;
+mod like;
 pub mod messages;
 pub mod templates;
 

@@ -129,6 +129,11 @@ pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
         .execute(&mut *conn)
         .await?;
     });
+    // The PENDING step is implied by `created_at` (one statement less on the accept path);
+    // any other initial status is recorded with its reason.
+    if m.status == PENDING {
+        return Ok(());
+    }
     add_history(tx, m.id, m.status, m.detail, m.now).await
 }
 
@@ -210,6 +215,21 @@ enum Arg {
     Int(i64),
 }
 
+/// Binds a list of [`Arg`]s in order (expanded per engine by the pool macros).
+macro_rules! bind_args {
+    ($query:expr, $args:expr) => {{
+        let mut query = $query;
+        for a in $args {
+            query = match a {
+                Arg::Id(u) => query.bind(*u),
+                Arg::Text(t) => query.bind(t.clone()),
+                Arg::Int(i) => query.bind(*i),
+            };
+        }
+        query
+    }};
+}
+
 impl Store {
     pub async fn message(&self, id: Uuid) -> StoreResult<Option<Message>> {
         let q = format!("SELECT {ALL} FROM messages WHERE id = $1");
@@ -285,15 +305,9 @@ impl Store {
             args.len()
         );
         let rows: Vec<MessageSummary> = read!(self, |pool| {
-            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
-            for a in &args {
-                query = match a {
-                    Arg::Id(u) => query.bind(*u),
-                    Arg::Text(t) => query.bind(t.clone()),
-                    Arg::Int(i) => query.bind(*i),
-                };
-            }
-            query.fetch_all(pool).await?
+            bind_args!(sqlx::query_as(AssertSqlSafe(q.as_str())), &args)
+                .fetch_all(pool)
+                .await?
         });
         let more = rows.len() > limit as usize;
         Ok((rows.into_iter().take(limit as usize).collect(), more))
@@ -307,16 +321,110 @@ impl Store {
         let (cond, args) = Self::message_conditions(project_id, filter);
         let q = format!("SELECT count(*) FROM messages WHERE {cond}");
         let (n,): (i64,) = read!(self, |pool| {
-            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
-            for a in &args {
-                query = match a {
-                    Arg::Id(u) => query.bind(*u),
-                    Arg::Text(t) => query.bind(t.clone()),
-                    Arg::Int(i) => query.bind(*i),
-                };
-            }
-            query.fetch_one(pool).await?
+            bind_args!(sqlx::query_as(AssertSqlSafe(q.as_str())), &args)
+                .fetch_one(pool)
+                .await?
         });
         Ok(n)
+    }
+}
+
+/// A delivery the relay accepted, recorded with others in one transaction.
+pub struct SentRecord<'a> {
+    pub message_id: Uuid,
+    pub project_id: Uuid,
+    pub contact_id: Option<Uuid>,
+    pub template_id: Option<Uuid>,
+    pub subject: &'a str,
+    pub reply: &'a str,
+    /// When the attempt started; recorded as the SENDING step of a first attempt.
+    pub started_at: Millis,
+    pub first_attempt: bool,
+}
+
+/// Placeholders `($a, $b, ...), (...)` for `rows` rows of `width` values, numbered from `first`.
+fn value_rows(rows: usize, width: usize, first: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let cols: Vec<String> = (0..width)
+                .map(|c| format!("${}", first + r * width + c))
+                .collect();
+            format!("({})", cols.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Marks many messages SENT with their history and `email.sent` events, in a few multi-row
+/// statements (group commit of the delivery worker).
+pub async fn record_sent(tx: &mut Tx, sent: &[SentRecord<'_>], now: Millis) -> StoreResult<()> {
+    for chunk in sent.chunks(100) {
+        let ids = value_rows(chunk.len(), 1, 2);
+        let q = format!(
+            "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
+             WHERE id IN ({})",
+            ids.replace(['(', ')'], "")
+        );
+        on_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str())).bind(now);
+            for s in chunk {
+                query = query.bind(s.message_id);
+            }
+            query.execute(&mut *conn).await?;
+        });
+        let mut history: Vec<(Uuid, &str, Option<&str>, Millis)> =
+            Vec::with_capacity(chunk.len() * 2);
+        for s in chunk {
+            if s.first_attempt {
+                history.push((s.message_id, SENDING, None, s.started_at));
+            }
+            history.push((s.message_id, SENT, Some(s.reply), now));
+        }
+        let q = format!(
+            "INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES {}",
+            value_rows(history.len(), 5, 1)
+        );
+        on_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
+            for (message_id, status, detail, at) in &history {
+                query = query
+                    .bind(new_id())
+                    .bind(*message_id)
+                    .bind(*status)
+                    .bind(*detail)
+                    .bind(*at);
+            }
+            query.execute(&mut *conn).await?;
+        });
+        let q = format!(
+            "INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES {}",
+            value_rows(chunk.len(), 6, 1)
+        );
+        on_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
+            for s in chunk {
+                let data = serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,
+                    "templateId": s.template_id.map(|t| t.to_string())});
+                query = query
+                    .bind(new_id())
+                    .bind(s.project_id)
+                    .bind(s.contact_id)
+                    .bind("email.sent")
+                    .bind(Json(data))
+                    .bind(now);
+            }
+            query.execute(&mut *conn).await?;
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_rows;
+
+    #[test]
+    fn value_rows_number_placeholders() {
+        assert_eq!(value_rows(2, 2, 3), "($3, $4), ($5, $6)");
     }
 }

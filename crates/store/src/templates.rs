@@ -96,20 +96,6 @@ fn domain_of(email: Option<&str>) -> Option<String> {
         .map(|(_, d)| d.to_lowercase())
 }
 
-/// `%`, `_` and `\` in a user's search term match themselves.
-fn like_pattern(search: &str) -> String {
-    let mut p = String::with_capacity(search.len() + 2);
-    p.push('%');
-    for c in search.to_lowercase().chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            p.push('\\');
-        }
-        p.push(c);
-    }
-    p.push('%');
-    p
-}
-
 /// The WHERE clause of a listing and its text binds, which follow the project id (`$1`).
 fn filter_clause(filter: &TemplateFilter<'_>) -> (String, Vec<String>) {
     let mut clause = String::from("project_id = $1");
@@ -119,7 +105,7 @@ fn filter_clause(filter: &TemplateFilter<'_>) -> (String, Vec<String>) {
         clause.push_str(&format!(" AND type = ${}", binds.len() + 1));
     }
     if let Some(s) = filter.search {
-        binds.push(like_pattern(s));
+        binds.push(crate::like::contains(s));
         let n = binds.len() + 1;
         clause.push_str(&format!(
             " AND (lower(name) LIKE ${n} ESCAPE '\\' OR lower(subject) LIKE ${n} ESCAPE '\\')"
@@ -316,7 +302,7 @@ mod tests {
 
     #[test]
     fn like_pattern_escapes_wildcards() {
-        assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
+        assert_eq!(crate::like::contains("A_b%"), "%a\\_b\\%%");
     }
 
     #[test]

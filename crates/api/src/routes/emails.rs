@@ -166,7 +166,19 @@ async fn get_email(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let m = load(&state, &auth, &id).await?;
-    let history = state.store.message_history(m.id).await?;
+    let mut history: Vec<Value> = Vec::new();
+    if m.status != "SUPPRESSED" {
+        // Queued messages start PENDING at creation (not stored as a row of its own).
+        history.push(json!({"status": "PENDING", "detail": null, "at": iso(m.created_at)}));
+    }
+    history.extend(
+        state
+            .store
+            .message_history(m.id)
+            .await?
+            .into_iter()
+            .map(|h| json!({"status": h.status, "detail": h.detail, "at": iso(h.created_at)})),
+    );
     let attachments: Vec<Value> = m
         .attachments
         .0
@@ -203,7 +215,7 @@ async fn get_email(
         "createdAt": iso(m.created_at),
         "updatedAt": iso(m.updated_at),
         "sentAt": m.sent_at.map(iso),
-        "history": history.into_iter().map(|h| json!({"status": h.status, "detail": h.detail, "at": iso(h.created_at)})).collect::<Vec<_>>(),
+        "history": history,
     })))
 }
 

@@ -19,7 +19,7 @@ use herald_store::jobs::{self, Job};
 use herald_store::messages::{self, FAILED, Message, PENDING, SENDING, SENT, SUPPRESSED};
 use herald_store::{StoreResult, events};
 use serde_json::json;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::accept::SEND_JOB;
@@ -30,15 +30,20 @@ use crate::Engine;
 const CLAIM_BATCH: usize = 64;
 
 pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
-    let permits = Arc::new(Semaphore::new(engine.settings.send_concurrency));
+    let concurrency = engine.settings.send_concurrency;
+    let permits = Arc::new(Semaphore::new(concurrency));
+    let (done_tx, done_rx) = mpsc::channel::<SentDone>(1024);
+    let completer = tokio::spawn(run_completer(engine.clone(), done_rx));
     let mut tasks = JoinSet::new();
+    // Claim in batches: one claim per several deliveries, not one per finished delivery.
+    let batch = (concurrency / 4).clamp(1, CLAIM_BATCH);
     loop {
         if *shutdown.borrow() {
             break;
         }
         while tasks.try_join_next().is_some() {}
         let free = permits.available_permits().min(CLAIM_BATCH);
-        if free == 0 {
+        if free < batch && !tasks.is_empty() {
             tokio::select! {
                 _ = tasks.join_next() => {}
                 _ = shutdown.changed() => {}
@@ -76,15 +81,69 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
-            let engine = engine.clone();
+            let (engine, done) = (engine.clone(), done_tx.clone());
             tasks.spawn(async move {
-                deliver(&engine, job).await;
+                deliver(&engine, job, &done).await;
                 drop(permit);
             });
         }
     }
-    // Let sends in hand finish (they are bounded by the transport's timeouts).
+    // Let sends in hand finish (they are bounded by the transport's timeouts), then record them.
     while tasks.join_next().await.is_some() {}
+    drop(done_tx);
+    let _ = completer.await;
+}
+
+/// A delivery the relay accepted, waiting to be recorded with others.
+struct SentDone {
+    job_id: Uuid,
+    message_id: Uuid,
+    project_id: Uuid,
+    contact_id: Option<Uuid>,
+    template_id: Option<Uuid>,
+    subject: String,
+    reply: String,
+    started_at: Millis,
+    first_attempt: bool,
+}
+
+/// Records accepted deliveries in groups: SENT, history, `email.sent` and the job ack of many
+/// messages commit in one transaction, so the single SQLite writer is not the bottleneck.
+async fn run_completer(engine: Engine, mut rx: mpsc::Receiver<SentDone>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < 256 {
+            match rx.try_recv() {
+                Ok(d) => batch.push(d),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = record_sent(&engine, &batch).await {
+            // The jobs stay leased and are claimed again when their leases expire.
+            tracing::error!(error = %e, count = batch.len(), "recording sent messages failed");
+        }
+    }
+}
+
+async fn record_sent(engine: &Engine, batch: &[SentDone]) -> StoreResult<()> {
+    let records: Vec<messages::SentRecord<'_>> = batch
+        .iter()
+        .map(|d| messages::SentRecord {
+            message_id: d.message_id,
+            project_id: d.project_id,
+            contact_id: d.contact_id,
+            template_id: d.template_id,
+            subject: &d.subject,
+            reply: &d.reply,
+            started_at: d.started_at,
+            first_attempt: d.first_attempt,
+        })
+        .collect();
+    let job_ids: Vec<Uuid> = batch.iter().map(|d| d.job_id).collect();
+    let mut tx = engine.store.begin().await?;
+    messages::record_sent(&mut tx, &records, now_millis()).await?;
+    jobs::complete_many(&mut tx, &job_ids).await?;
+    tx.commit().await
 }
 
 /// Sleeps until the next job is due, but at most a second (other nodes may enqueue).
@@ -99,14 +158,14 @@ fn message_id_of(job: &Job) -> Option<Uuid> {
     job.payload.0.get("messageId")?.as_str()?.parse().ok()
 }
 
-async fn deliver(engine: &Engine, job: Job) {
-    if let Err(e) = try_deliver(engine, &job).await {
+async fn deliver(engine: &Engine, job: Job, done: &mpsc::Sender<SentDone>) {
+    if let Err(e) = try_deliver(engine, &job, done).await {
         // The job stays leased; it is claimed again when the lease expires.
         tracing::error!(job = %job.id, error = %e, "delivery bookkeeping failed");
     }
 }
 
-async fn try_deliver(engine: &Engine, job: &Job) -> StoreResult<()> {
+async fn try_deliver(engine: &Engine, job: &Job, done: &mpsc::Sender<SentDone>) -> StoreResult<()> {
     let now = now_millis();
     let message = match message_id_of(job) {
         Some(id) => engine.store.message(id).await?,
@@ -135,13 +194,9 @@ async fn try_deliver(engine: &Engine, job: &Job) -> StoreResult<()> {
         )
         .await;
     }
-    let mut tx = engine.store.begin().await?;
-    messages::set_status(&mut tx, msg.id, SENDING, None, true, now).await?;
-    if msg.status == PENDING {
-        messages::add_history(&mut tx, msg.id, SENDING, None, now).await?;
-    }
-    tx.commit().await?;
-
+    // No write before the handoff: SENT, its history and the ack are recorded together
+    // afterwards. The status stays PENDING (or SENDING while retrying) until then.
+    let first_attempt = msg.status == PENDING;
     engine.throttle.acquire(msg.project_id).await;
     let raw = match build_signed(engine, &msg).await {
         Ok(raw) => raw,
@@ -155,7 +210,21 @@ async fn try_deliver(engine: &Engine, job: &Job) -> StoreResult<()> {
     match result {
         Ok(reply) => {
             engine.throttle.reward(msg.project_id);
-            finish_sent(engine, job, &msg, &reply).await
+            let sent = SentDone {
+                job_id: job.id,
+                message_id: msg.id,
+                project_id: msg.project_id,
+                contact_id: msg.contact_id,
+                template_id: msg.template_id,
+                subject: msg.subject,
+                reply,
+                started_at: now,
+                first_attempt,
+            };
+            if done.send(sent).await.is_err() {
+                tracing::error!(message = %msg.id, "the completion recorder stopped; the job will be retried");
+            }
+            Ok(())
         }
         Err(TransportError::Permanent(reply)) => finish_failed(engine, job, &msg, &reply).await,
         Err(TransportError::Transient(reply)) => {
@@ -174,7 +243,10 @@ async fn try_deliver(engine: &Engine, job: &Job) -> StoreResult<()> {
             );
             let now = now_millis();
             let mut tx = engine.store.begin().await?;
-            messages::set_status(&mut tx, msg.id, SENDING, Some(&reply), false, now).await?;
+            messages::set_status(&mut tx, msg.id, SENDING, Some(&reply), true, now).await?;
+            if first_attempt {
+                messages::add_history(&mut tx, msg.id, SENDING, None, now).await?;
+            }
             messages::add_history(&mut tx, msg.id, SENDING, Some(&detail), now).await?;
             jobs::retry(
                 &mut tx,
@@ -258,7 +330,10 @@ async fn finish_sent(engine: &Engine, job: &Job, msg: &Message, reply: &str) -> 
 async fn finish_failed(engine: &Engine, job: &Job, msg: &Message, reason: &str) -> StoreResult<()> {
     let now = now_millis();
     let mut tx = engine.store.begin().await?;
-    messages::set_status(&mut tx, msg.id, FAILED, Some(reason), false, now).await?;
+    if msg.status == PENDING {
+        messages::add_history(&mut tx, msg.id, SENDING, None, now).await?;
+    }
+    messages::set_status(&mut tx, msg.id, FAILED, Some(reason), true, now).await?;
     messages::add_history(&mut tx, msg.id, FAILED, Some(reason), now).await?;
     jobs::complete(&mut tx, job.id).await?;
     tx.commit().await
