@@ -104,7 +104,9 @@ pub async fn fail(tx: &mut Tx, id: Uuid, error: &str, now: Millis) -> StoreResul
 }
 
 impl Store {
-    /// Leases up to `limit` due jobs of `kind` (waiting and due, or active with an expired lease).
+    /// Leases up to `limit` due jobs of `kind`: first jobs whose lease expired (their worker
+    /// died), then waiting jobs in run order. Each part is a range scan of the
+    /// `(kind, state, run_at)` index, so a long queue costs nothing extra per claim.
     pub async fn claim_jobs(
         &self,
         kind: &str,
@@ -112,28 +114,46 @@ impl Store {
         now: Millis,
         lease_ms: i64,
     ) -> StoreResult<Vec<Job>> {
-        let q = sql(
+        let expired = sql(
+            self.dialect(),
+            "UPDATE jobs SET lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'active' AND lease_until < $2 \
+                 LIMIT $4) \
+             RETURNING id, project_id, kind, payload, attempts, max_attempts",
+            "UPDATE jobs SET lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'active' AND lease_until < $2 \
+                 LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, project_id, kind, payload, attempts, max_attempts",
+        );
+        let waiting = sql(
             self.dialect(),
             "UPDATE jobs SET state = 'active', lease_until = $3, attempts = attempts + 1, updated_at = $2 \
-             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 \
-                 AND ((state = 'waiting' AND run_at <= $2) OR (state = 'active' AND lease_until < $2)) \
+             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'waiting' AND run_at <= $2 \
                  ORDER BY run_at LIMIT $4) \
              RETURNING id, project_id, kind, payload, attempts, max_attempts",
             "UPDATE jobs SET state = 'active', lease_until = $3, attempts = attempts + 1, updated_at = $2 \
-             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 \
-                 AND ((state = 'waiting' AND run_at <= $2) OR (state = 'active' AND lease_until < $2)) \
+             WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'waiting' AND run_at <= $2 \
                  ORDER BY run_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
              RETURNING id, project_id, kind, payload, attempts, max_attempts",
         );
-        Ok(write!(self, |pool| {
-            sqlx::query_as(q)
-                .bind(kind)
-                .bind(now)
-                .bind(now + lease_ms)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await?
-        }))
+        let mut jobs: Vec<Job> = Vec::new();
+        for q in [expired, waiting] {
+            let room = i64::from(limit) - jobs.len() as i64;
+            if room <= 0 {
+                break;
+            }
+            let claimed: Vec<Job> = write!(self, |pool| {
+                sqlx::query_as(q)
+                    .bind(kind)
+                    .bind(now)
+                    .bind(now + lease_ms)
+                    .bind(room)
+                    .fetch_all(pool)
+                    .await?
+            });
+            jobs.extend(claimed);
+        }
+        Ok(jobs)
     }
 
     /// When the next waiting job of `kind` is due, if any (lets idle workers sleep exactly).
