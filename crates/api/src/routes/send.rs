@@ -115,6 +115,14 @@ async fn send(
     headers: HeaderMap,
     ApiJson(req): ApiJson<SendRequest>,
 ) -> ApiResult<(StatusCode, Json<SendResponse>)> {
+    if auth.user.is_some() {
+        // SPEC.md: /v1/send takes the secret key, not a dashboard session.
+        return Err(ApiError::unauthorized(
+            "INVALID_API_KEY",
+            "POST /v1/send needs the project's secret key",
+        )
+        .with_suggestion("Send Authorization: Bearer sk_..."));
+    }
     let idempotency_key = idempotency_key(&headers)?;
     let template = match &req.template {
         None => None,

@@ -224,6 +224,23 @@ async fn send_needs_the_secret_key(engine: Engine) {
         "INVALID_API_KEY",
     )
     .await;
+    let session = w
+        .project
+        .owner
+        .post(w.app.url("/v1/send"))
+        .header("x-project-id", &w.project.id)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    expect_error(session, 401, "INVALID_API_KEY").await;
+    let anonymous = w
+        .app
+        .call(reqwest::Method::POST, "/v1/send", None, Some(&body))
+        .await;
+    expect_error(anonymous, 401, "MISSING_AUTH").await;
+    let list = expect_json(w.app.get("/emails", &w.project.secret_key).await, 200).await;
+    assert_eq!(list["total"], 0);
 }
 
 async fn send_with_an_idempotency_key_runs_once(engine: Engine) {
