@@ -52,9 +52,6 @@ impl Application {
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
         tracing::info!(
-            address = %listener.local_addr()?,
-            database = %config.database_description(),
-            engine = store.engine_name(),
             "Herald listening on http://{} with {} database {}",
             listener.local_addr()?,
             store.engine_name(),
