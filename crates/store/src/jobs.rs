@@ -156,18 +156,22 @@ impl Store {
         Ok(jobs)
     }
 
-    /// When the next waiting job of `kind` is due, if any (lets idle workers sleep exactly).
+    /// When the next job of `kind` is due (a waiting job's run time or an active job's lease
+    /// expiry), if any: lets idle workers sleep exactly. Two index lookups, whatever the backlog.
     pub async fn next_job_due(&self, kind: &str) -> StoreResult<Option<Millis>> {
-        let row: (Option<i64>,) = read!(self, |pool| {
-            sqlx::query_as(
-                "SELECT min(CASE WHEN state = 'waiting' THEN run_at ELSE lease_until END) FROM jobs \
-                 WHERE kind = $1 AND state IN ('waiting', 'active')",
-            )
-            .bind(kind)
-            .fetch_one(pool)
-            .await?
+        let (waiting,): (Option<i64>,) = read!(self, |pool| {
+            sqlx::query_as("SELECT min(run_at) FROM jobs WHERE kind = $1 AND state = 'waiting'")
+                .bind(kind)
+                .fetch_one(pool)
+                .await?
         });
-        Ok(row.0)
+        let (leased,): (Option<i64>,) = read!(self, |pool| {
+            sqlx::query_as("SELECT min(lease_until) FROM jobs WHERE kind = $1 AND state = 'active'")
+                .bind(kind)
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(waiting.into_iter().chain(leased).min())
     }
 }
 
