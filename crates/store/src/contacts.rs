@@ -261,14 +261,9 @@ impl Store {
     }
 
     pub async fn contact(&self, project_id: Uuid, id: Uuid) -> StoreResult<Option<Contact>> {
-        let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2");
-        let row: Option<ContactRow> = read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str()))
-                .bind(project_id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await?
-        });
+        let row: Option<ContactRow> = self
+            .project_row("contacts", COLUMNS, project_id, id)
+            .await?;
         Ok(row.map(Contact::from))
     }
 

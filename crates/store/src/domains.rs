@@ -144,14 +144,8 @@ impl Store {
     }
 
     pub async fn domain(&self, project_id: Uuid, id: Uuid) -> StoreResult<Option<Domain>> {
-        let q = format!("SELECT {COLUMNS} FROM domains WHERE project_id = $1 AND id = $2");
-        Ok(read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str()))
-                .bind(project_id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await?
-        }))
+        self.project_row::<Domain>("domains", COLUMNS, project_id, id)
+            .await
     }
 
     /// The project owning the domain row `id`: for resolving a caller's access, nothing more.

@@ -244,6 +244,33 @@ impl Store {
     }
 }
 
+impl Store {
+    /// One row of `table` (`columns`) by project and id: the read behind every
+    /// `GET /<resource>/:id`, where another project's id is simply not found.
+    pub(crate) async fn project_row<T>(
+        &self,
+        table: &str,
+        columns: &str,
+        project_id: uuid::Uuid,
+        id: uuid::Uuid,
+    ) -> crate::StoreResult<Option<T>>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+            + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+            + Send
+            + Unpin,
+    {
+        let q = format!("SELECT {columns} FROM {table} WHERE project_id = $1 AND id = $2");
+        Ok(read!(self, |pool| {
+            sqlx::query_as(sqlx::AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+        }))
+    }
+}
+
 /// Picks the statement text for the engine.
 pub(crate) fn sql(dialect: Dialect, sqlite: &'static str, postgres: &'static str) -> &'static str {
     match dialect {

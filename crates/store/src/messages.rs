@@ -246,14 +246,8 @@ impl Store {
         project_id: Uuid,
         id: Uuid,
     ) -> StoreResult<Option<Message>> {
-        let q = format!("SELECT {ALL} FROM messages WHERE project_id = $1 AND id = $2");
-        Ok(read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str()))
-                .bind(project_id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await?
-        }))
+        self.project_row::<Message>("messages", ALL, project_id, id)
+            .await
     }
 
     pub async fn message_history(&self, message_id: Uuid) -> StoreResult<Vec<HistoryEntry>> {

@@ -160,14 +160,8 @@ impl Store {
 
     /// One template of the project.
     pub async fn template(&self, project_id: Uuid, id: Uuid) -> StoreResult<Option<Template>> {
-        let q = format!("SELECT {COLUMNS} FROM templates WHERE project_id = $1 AND id = $2");
-        Ok(read!(self, |pool| {
-            sqlx::query_as(AssertSqlSafe(q.as_str()))
-                .bind(project_id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await?
-        }))
+        self.project_row::<Template>("templates", COLUMNS, project_id, id)
+            .await
     }
 
     /// Applies a partial change; `NotFound` when the project has no such template. A change

@@ -15,10 +15,9 @@ use std::time::Duration;
 use herald_core::ids::Uuid;
 use herald_core::time::{Millis, now_millis};
 use herald_mail::transport::{Envelope, Transport, TransportError};
+use herald_store::StoreResult;
 use herald_store::jobs::{self, Job};
 use herald_store::messages::{self, FAILED, Message, PENDING, SENDING, SENT, SUPPRESSED};
-use herald_store::{StoreResult, events};
-use serde_json::json;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -309,22 +308,21 @@ async fn with_heartbeat<T>(
     }
 }
 
+/// Records one accepted delivery right away (outbox recovery), through the same path as the
+/// group commit.
 async fn finish_sent(engine: &Engine, job: &Job, msg: &Message, reply: &str) -> StoreResult<()> {
-    let now = now_millis();
-    let mut tx = engine.store.begin().await?;
-    messages::set_status(&mut tx, msg.id, SENT, None, false, now).await?;
-    messages::add_history(&mut tx, msg.id, SENT, Some(reply), now).await?;
-    events::insert_event(
-        &mut tx,
-        msg.project_id,
-        msg.contact_id,
-        "email.sent",
-        &json!({"messageId": msg.id.to_string(), "subject": msg.subject, "templateId": msg.template_id.map(|t| t.to_string())}),
-        now,
-    )
-    .await?;
-    jobs::complete(&mut tx, job.id).await?;
-    tx.commit().await
+    let done = SentDone {
+        job_id: job.id,
+        message_id: msg.id,
+        project_id: msg.project_id,
+        contact_id: msg.contact_id,
+        template_id: msg.template_id,
+        subject: msg.subject.clone(),
+        reply: reply.to_owned(),
+        started_at: now_millis(),
+        first_attempt: msg.status == PENDING,
+    };
+    record_sent(engine, std::slice::from_ref(&done)).await
 }
 
 async fn finish_failed(engine: &Engine, job: &Job, msg: &Message, reason: &str) -> StoreResult<()> {
