@@ -6,7 +6,8 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use herald_core::time::{iso, now_millis};
+use herald_core::clock::{Clock, SystemClock};
+use herald_core::time::iso;
 use serde_json::json;
 
 use crate::error::ApiError;
@@ -63,7 +64,8 @@ fn render(err: &ApiError, request_id: &str, original: Response) -> Response {
         "error": error,
         // Clients written for the legacy shape (such as @plunk/node) read a top-level message.
         "message": err.message,
-        "timestamp": iso(now_millis()),
+        // Display only: the envelope runs outside the app state, so it reads the wall clock.
+        "timestamp": iso(SystemClock.now()),
     });
     let (mut parts, _) = original.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);

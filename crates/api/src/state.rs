@@ -40,11 +40,12 @@ impl Deref for AppState {
 impl AppState {
     pub fn new(store: Store, engine: Engine, settings: ApiSettings, secret: &[u8]) -> Self {
         let secure = settings.public_url.starts_with("https://");
+        let sessions = SessionKeys::new(secret, secure, engine.settings.clock.clone());
         AppState(Arc::new(Inner {
             store,
             engine,
             limiter: RateLimiter::new(settings.rate_limit_per_minute),
-            sessions: SessionKeys::new(secret, secure),
+            sessions,
             settings,
         }))
     }

@@ -5,10 +5,6 @@ use chrono::{DateTime, SecondsFormat, Utc};
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
-pub fn now_millis() -> Millis {
-    Utc::now().timestamp_millis()
-}
-
 /// `2026-11-21T09:30:00.000Z`
 pub fn iso(ms: Millis) -> String {
     DateTime::<Utc>::from_timestamp_millis(ms)

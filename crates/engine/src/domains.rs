@@ -20,7 +20,6 @@ mod view;
 
 use herald_core::email::valid_domain;
 use herald_core::ids::{Uuid, new_id};
-use herald_core::time::now_millis;
 use herald_store::StoreError;
 use herald_store::domains::{
     CONFLICT_ALREADY_ADDED, CONFLICT_VERIFIED_ELSEWHERE, DomainDeletion, NewDomain,
@@ -113,7 +112,7 @@ impl crate::Engine {
             .map_err(|e| anyhow::anyhow!("DKIM key generation task failed: {e}"))??;
         let sealed = self.sealer.seal(&keys.private_pkcs8_der);
         let selector = new_selector(&self.settings.dkim_selector_prefix);
-        let now = now_millis();
+        let now = self.now();
         let new = NewDomain {
             id: new_id(),
             project_id,

@@ -62,6 +62,11 @@ impl Engine {
         })))
     }
 
+    /// The current time, from the configured [`herald_core::clock::Clock`].
+    pub fn now(&self) -> herald_core::time::Millis {
+        self.settings.clock.now()
+    }
+
     /// Starts the background workers; they stop when `shutdown` turns true.
     pub fn spawn_workers(&self, shutdown: watch::Receiver<bool>) -> JoinSet<()> {
         let mut set = JoinSet::new();

@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use herald_core::clock::SharedClock;
+
 #[derive(Clone, Debug)]
 pub struct EngineSettings {
     /// Base of links in mail.
@@ -32,6 +34,8 @@ pub struct EngineSettings {
     pub send_retry_base: Duration,
     /// How long a claimed send job is reserved for its worker (extended while sending).
     pub send_lease: Duration,
+    /// Where "now" comes from (the system clock; tests pass a test clock).
+    pub clock: SharedClock,
 }
 
 impl EngineSettings {
@@ -53,6 +57,7 @@ impl EngineSettings {
             send_max_attempts: 8,
             send_retry_base: Duration::from_secs(30),
             send_lease: Duration::from_secs(60),
+            clock: herald_core::clock::system(),
         }
     }
 }

@@ -36,6 +36,14 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Application> {
+        Self::build_with_clock(config, herald_core::clock::system()).await
+    }
+
+    /// Like [`Application::build`], with time from `clock` (tests pass a test clock).
+    pub async fn build_with_clock(
+        config: Config,
+        clock: herald_core::clock::SharedClock,
+    ) -> anyhow::Result<Application> {
         let store = open_store(&config).await?;
         let secret = config.load_or_create_secret()?;
         let settings = ApiSettings {
@@ -44,7 +52,9 @@ impl Application {
             public_url: config.public_url.clone(),
             max_body_bytes: config.max_body_bytes,
         };
-        let engine = Engine::new(store.clone(), config.engine_settings(), &secret)?;
+        let mut engine_settings = config.engine_settings();
+        engine_settings.clock = clock;
+        let engine = Engine::new(store.clone(), engine_settings, &secret)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret);
         let router = herald_api::router(state);
         let listener = TcpListener::bind(&config.listen)

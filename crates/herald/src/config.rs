@@ -258,6 +258,7 @@ impl Config {
             send_max_attempts: self.send_max_attempts.max(1),
             send_retry_base: secs(self.send_retry_base_secs),
             send_lease: secs(self.send_lease_secs.max(1.0)),
+            clock: herald_core::clock::system(),
         }
     }
 

@@ -56,7 +56,7 @@ const PROJECT_COLUMNS: &str = "id, name, public_key, secret_key_prefix, tracking
 
 impl Store {
     pub async fn create_user(&self, user: &User) -> StoreResult<()> {
-        write!(self, |pool| {
+        db_write!(self, |pool| {
             sqlx::query(
                 "INSERT INTO users (id, email, password_hash, created_at, updated_at) \
                  VALUES ($1, $2, $3, $4, $4)",
@@ -73,7 +73,7 @@ impl Store {
 
     pub async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
         let q = "SELECT id, email, password_hash, created_at FROM users WHERE email = $1";
-        Ok(read!(self, |pool| sqlx::query_as(q)
+        Ok(db_read!(self, |pool| sqlx::query_as(q)
             .bind(email)
             .fetch_optional(pool)
             .await?))
@@ -81,7 +81,7 @@ impl Store {
 
     pub async fn user_by_id(&self, id: Uuid) -> StoreResult<Option<User>> {
         let q = "SELECT id, email, password_hash, created_at FROM users WHERE id = $1";
-        Ok(read!(self, |pool| sqlx::query_as(q)
+        Ok(db_read!(self, |pool| sqlx::query_as(q)
             .bind(id)
             .fetch_optional(pool)
             .await?))
@@ -97,7 +97,7 @@ impl Store {
         now: Millis,
     ) -> StoreResult<Project> {
         let mut tx = self.begin().await?;
-        on_tx!(&mut tx, |conn| {
+        db_tx!(&mut tx, |conn| {
             sqlx::query(
                 "INSERT INTO projects (id, name, public_key, secret_key_hash, secret_key_prefix, \
                  created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)",
@@ -126,7 +126,7 @@ impl Store {
 
     pub async fn project_by_id(&self, id: Uuid) -> StoreResult<Option<Project>> {
         let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE id = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+        Ok(db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(
             q.as_str()
         ))
         .bind(id)
@@ -136,7 +136,7 @@ impl Store {
 
     pub async fn project_by_public_key(&self, key: &str) -> StoreResult<Option<Project>> {
         let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE public_key = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+        Ok(db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(
             q.as_str()
         ))
         .bind(key)
@@ -146,7 +146,7 @@ impl Store {
 
     pub async fn project_by_secret_hash(&self, hash: &str) -> StoreResult<Option<Project>> {
         let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE secret_key_hash = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+        Ok(db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(
             q.as_str()
         ))
         .bind(hash)
@@ -159,7 +159,7 @@ impl Store {
                  p.disabled, p.disabled_reason, p.created_at, p.updated_at, m.role \
                  FROM projects p JOIN project_members m ON m.project_id = p.id \
                  WHERE m.user_id = $1 ORDER BY p.id";
-        Ok(read!(self, |pool| sqlx::query_as(q)
+        Ok(db_read!(self, |pool| sqlx::query_as(q)
             .bind(user)
             .fetch_all(pool)
             .await?))
@@ -168,7 +168,7 @@ impl Store {
     /// The role of `user` in `project`, if a member.
     pub async fn member_role(&self, project: Uuid, user: Uuid) -> StoreResult<Option<String>> {
         let q = "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2";
-        let role: Option<(String,)> = read!(self, |pool| {
+        let role: Option<(String,)> = db_read!(self, |pool| {
             sqlx::query_as(q)
                 .bind(project)
                 .bind(user)
@@ -186,7 +186,7 @@ impl Store {
     ) -> StoreResult<Project> {
         let q = "UPDATE projects SET name = COALESCE($2, name), tracking = COALESCE($3, tracking), \
                  language = COALESCE($4, language), updated_at = $5 WHERE id = $1";
-        let done = write!(self, |pool| {
+        let done = db_write!(self, |pool| {
             sqlx::query(q)
                 .bind(id)
                 .bind(&changes.name)
@@ -212,7 +212,7 @@ impl Store {
     ) -> StoreResult<Project> {
         let q = "UPDATE projects SET public_key = $2, secret_key_hash = $3, secret_key_prefix = $4, \
                  updated_at = $5 WHERE id = $1";
-        let done = write!(self, |pool| {
+        let done = db_write!(self, |pool| {
             sqlx::query(q)
                 .bind(id)
                 .bind(&keys.public_key)
@@ -231,7 +231,7 @@ impl Store {
 
     /// Deletes a project and, by cascade, everything it owns.
     pub async fn delete_project(&self, id: Uuid) -> StoreResult<()> {
-        let done = write!(self, |pool| {
+        let done = db_write!(self, |pool| {
             sqlx::query("DELETE FROM projects WHERE id = $1")
                 .bind(id)
                 .execute(pool)

@@ -43,7 +43,7 @@ pub async fn insert_activity(
     now: Millis,
 ) -> StoreResult<Uuid> {
     let id = new_id();
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query("INSERT INTO activity (id, project_id, kind, data, created_at) VALUES ($1, $2, $3, $4, $5)")
             .bind(id)
             .bind(project_id)
@@ -76,7 +76,7 @@ impl Store {
                  ORDER BY id DESC LIMIT $4"
             }
         };
-        let rows: Vec<Activity> = read!(self, |pool| {
+        let rows: Vec<Activity> = db_read!(self, |pool| {
             sqlx::query_as(q)
                 .bind(project_id)
                 .bind(before)
@@ -92,7 +92,7 @@ impl Store {
 
     /// The distinct kinds present in the project's feed, sorted.
     pub async fn activity_kinds(&self, project_id: Uuid) -> StoreResult<Vec<String>> {
-        let rows: Vec<(String,)> = read!(self, |pool| {
+        let rows: Vec<(String,)> = db_read!(self, |pool| {
             sqlx::query_as("SELECT DISTINCT kind FROM activity WHERE project_id = $1 ORDER BY kind")
                 .bind(project_id)
                 .fetch_all(pool)

@@ -91,7 +91,7 @@ pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult
         created_at: req.now,
         updated_at: req.now,
     };
-    let inserted = on_tx!(tx, |conn| {
+    let inserted = db_tx!(tx, |conn| {
         sqlx::query(
             "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, email) DO NOTHING",
@@ -168,7 +168,7 @@ async fn select_locked(
         ""
     };
     let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND {column} = $2{lock}");
-    let row: Option<ContactRow> = on_tx!(tx, |conn| {
+    let row: Option<ContactRow> = db_tx!(tx, |conn| {
         let query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
         let query = match key {
             ContactKey::Id(id) => query.bind(id),
@@ -199,7 +199,7 @@ async fn apply_update(
         return Ok(contact);
     }
     contact.updated_at = change.now;
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE contacts SET email = $3, subscribed = $4, data = $5, updated_at = $6 \
              WHERE project_id = $1 AND id = $2",
@@ -273,7 +273,7 @@ impl Store {
         email: &str,
     ) -> StoreResult<Option<Contact>> {
         let q = format!("SELECT {COLUMNS} FROM contacts WHERE project_id = $1 AND email = $2");
-        let row: Option<ContactRow> = read!(self, |pool| {
+        let row: Option<ContactRow> = db_read!(self, |pool| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .bind(email)
@@ -285,7 +285,7 @@ impl Store {
 
     /// Deletes a contact (its events go with it). False when there was none.
     pub async fn delete_contact(&self, project_id: Uuid, id: Uuid) -> StoreResult<bool> {
-        let n = write!(self, |pool| {
+        let n = db_write!(self, |pool| {
             sqlx::query("DELETE FROM contacts WHERE project_id = $1 AND id = $2")
                 .bind(project_id)
                 .bind(id)
@@ -321,7 +321,7 @@ impl Store {
             "SELECT {COLUMNS} FROM contacts WHERE {cond} ORDER BY id DESC LIMIT ${}",
             n + 1
         );
-        let rows: Vec<ContactRow> = read!(self, |pool| {
+        let rows: Vec<ContactRow> = db_read!(self, |pool| {
             let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
             if let Some(b) = before {
                 query = query.bind(b);
@@ -342,13 +342,13 @@ impl Store {
 
     pub async fn count_contacts(&self, project_id: Uuid, search: Option<&str>) -> StoreResult<i64> {
         let (n,): (i64,) = match search.map(crate::like::contains) {
-            None => read!(self, |pool| {
+            None => db_read!(self, |pool| {
                 sqlx::query_as("SELECT count(*) FROM contacts WHERE project_id = $1")
                     .bind(project_id)
                     .fetch_one(pool)
                     .await?
             }),
-            Some(p) => read!(self, |pool| {
+            Some(p) => db_read!(self, |pool| {
                 sqlx::query_as(
                     "SELECT count(*) FROM contacts WHERE project_id = $1 AND email LIKE $2 ESCAPE '\\'",
                 )
@@ -375,7 +375,7 @@ impl Store {
              AND email IN (SELECT jsonb_array_elements_text($2::jsonb))",
         );
         let list = Json(emails);
-        Ok(read!(self, |pool| {
+        Ok(db_read!(self, |pool| {
             sqlx::query_as(q)
                 .bind(project_id)
                 .bind(list)

@@ -85,7 +85,7 @@ impl Store {
     /// `Conflict(CONFLICT_VERIFIED_ELSEWHERE)` when another project has verified it.
     pub async fn insert_domain(&self, new: &NewDomain<'_>) -> StoreResult<Domain> {
         let mut tx = self.begin().await?;
-        let (mine, verified_elsewhere): (i64, i64) = on_tx!(&mut tx, |conn| {
+        let (mine, verified_elsewhere): (i64, i64) = db_tx!(&mut tx, |conn| {
             sqlx::query_as(
                 "SELECT \
                  (SELECT count(*) FROM domains WHERE project_id = $1 AND domain = $2), \
@@ -103,7 +103,7 @@ impl Store {
             return Err(StoreError::Conflict(CONFLICT_VERIFIED_ELSEWHERE.into()));
         }
         let verified_at = new.verified.map(|_| new.now);
-        on_tx!(&mut tx, |conn| {
+        db_tx!(&mut tx, |conn| {
             sqlx::query(
                 "INSERT INTO domains (id, project_id, domain, selector, dkim_public_key, dkim_private_key, \
                  verified, verified_at, next_check_at, created_at, updated_at) \
@@ -135,7 +135,7 @@ impl Store {
     /// The project's domains, oldest first.
     pub async fn domains_of_project(&self, project_id: Uuid) -> StoreResult<Vec<Domain>> {
         let q = format!("SELECT {COLUMNS} FROM domains WHERE project_id = $1 ORDER BY id");
-        Ok(read!(self, |pool| {
+        Ok(db_read!(self, |pool| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .fetch_all(pool)
@@ -150,7 +150,7 @@ impl Store {
 
     /// The project owning the domain row `id`: for resolving a caller's access, nothing more.
     pub async fn domain_project(&self, id: Uuid) -> StoreResult<Option<Uuid>> {
-        let row: Option<(Uuid,)> = read!(self, |pool| {
+        let row: Option<(Uuid,)> = db_read!(self, |pool| {
             sqlx::query_as("SELECT project_id FROM domains WHERE id = $1")
                 .bind(id)
                 .fetch_optional(pool)
@@ -168,7 +168,7 @@ impl Store {
         let q = format!(
             "SELECT {COLUMNS} FROM domains WHERE project_id = $1 AND domain = $2 AND verified"
         );
-        Ok(read!(self, |pool| {
+        Ok(db_read!(self, |pool| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .bind(domain)
@@ -179,7 +179,7 @@ impl Store {
 
     /// The sealed DKIM private key of a domain row.
     pub async fn sealed_dkim_key(&self, id: Uuid) -> StoreResult<Option<Vec<u8>>> {
-        let row: Option<(Vec<u8>,)> = read!(self, |pool| {
+        let row: Option<(Vec<u8>,)> = db_read!(self, |pool| {
             sqlx::query_as("SELECT dkim_private_key FROM domains WHERE id = $1")
                 .bind(id)
                 .fetch_optional(pool)
@@ -196,7 +196,7 @@ impl Store {
             "SELECT domain FROM domains WHERE project_id = $1 AND id = $2",
             "SELECT domain FROM domains WHERE project_id = $1 AND id = $2 FOR UPDATE",
         );
-        let row: Option<(String,)> = on_tx!(&mut tx, |conn| {
+        let row: Option<(String,)> = db_tx!(&mut tx, |conn| {
             sqlx::query_as(lock)
                 .bind(project_id)
                 .bind(id)
@@ -208,7 +208,7 @@ impl Store {
         };
         // Campaigns do not exist yet; when they do, an unfinished campaign sending from this
         // domain must block the deletion here too.
-        let used: Option<(Uuid,)> = on_tx!(&mut tx, |conn| {
+        let used: Option<(Uuid,)> = db_tx!(&mut tx, |conn| {
             sqlx::query_as(
                 "SELECT id FROM templates WHERE project_id = $1 AND from_domain = $2 LIMIT 1",
             )
@@ -220,7 +220,7 @@ impl Store {
         if used.is_some() {
             return Ok(DomainDeletion::InUse);
         }
-        on_tx!(&mut tx, |conn| {
+        db_tx!(&mut tx, |conn| {
             sqlx::query("DELETE FROM domains WHERE id = $1")
                 .bind(id)
                 .execute(&mut *conn)

@@ -45,7 +45,7 @@ impl Default for StoreOptions {
 }
 
 /// Runs `$body` with `$pool` bound to the reading pool of the engine.
-macro_rules! read {
+macro_rules! db_read {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.db {
             $crate::engine::Db::Sqlite { read: $pool, .. } => $body,
@@ -55,7 +55,7 @@ macro_rules! read {
 }
 
 /// Runs `$body` with `$pool` bound to the writing pool of the engine.
-macro_rules! write {
+macro_rules! db_write {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.db {
             $crate::engine::Db::Sqlite { write: $pool, .. } => $body,
@@ -65,7 +65,7 @@ macro_rules! write {
 }
 
 /// Runs `$body` with `$conn` bound to the connection of an open transaction.
-macro_rules! on_tx {
+macro_rules! db_tx {
     ($tx:expr, |$conn:ident| $body:expr) => {
         match &mut $tx.inner {
             $crate::engine::TxInner::Sqlite(t) => {
@@ -80,8 +80,8 @@ macro_rules! on_tx {
     };
 }
 
-/// Like `read!`, with a separate body per engine (for SQL or binds only one engine has).
-macro_rules! read_each {
+/// Like `db_read!`, with a separate body per engine (for SQL or binds only one engine has).
+macro_rules! db_read_each {
     ($store:expr, sqlite |$p1:ident| $b1:expr, postgres |$p2:ident| $b2:expr $(,)?) => {
         match &$store.db {
             $crate::engine::Db::Sqlite { read: $p1, .. } => $b1,
@@ -90,8 +90,8 @@ macro_rules! read_each {
     };
 }
 
-/// Like `on_tx!`, with a separate body per engine.
-macro_rules! on_tx_each {
+/// Like `db_tx!`, with a separate body per engine.
+macro_rules! db_tx_each {
     ($tx:expr, sqlite |$c1:ident| $b1:expr, postgres |$c2:ident| $b2:expr $(,)?) => {
         match &mut $tx.inner {
             $crate::engine::TxInner::Sqlite(t) => {
@@ -215,7 +215,7 @@ impl Store {
 
     /// True when the database answers.
     pub async fn ping(&self) -> bool {
-        read!(self, |pool| sqlx::query("SELECT 1")
+        db_read!(self, |pool| sqlx::query("SELECT 1")
             .execute(pool)
             .await
             .is_ok())
@@ -261,7 +261,7 @@ impl Store {
             + Unpin,
     {
         let q = format!("SELECT {columns} FROM {table} WHERE project_id = $1 AND id = $2");
-        Ok(read!(self, |pool| {
+        Ok(db_read!(self, |pool| {
             sqlx::query_as(sqlx::AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .bind(id)

@@ -27,7 +27,7 @@ pub async fn insert_event(
     now: Millis,
 ) -> StoreResult<Uuid> {
     let id = new_id();
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query(
             "INSERT INTO events (id, project_id, contact_id, name, data, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -54,7 +54,7 @@ impl Store {
     ) -> StoreResult<Vec<Event>> {
         let q = "SELECT id, contact_id, name, data, created_at FROM events \
                  WHERE project_id = $1 AND contact_id = $2 ORDER BY id DESC LIMIT $3";
-        Ok(read!(self, |pool| {
+        Ok(db_read!(self, |pool| {
             sqlx::query_as(q)
                 .bind(project_id)
                 .bind(contact_id)

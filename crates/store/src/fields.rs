@@ -76,7 +76,7 @@ pub(crate) async fn record_types(
              ON CONFLICT (project_id, key) DO NOTHING",
             values.join(", ")
         );
-        on_tx!(&mut *tx, |conn| {
+        db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .bind(now);
@@ -114,7 +114,7 @@ pub struct CustomField {
 
 impl Store {
     pub async fn custom_fields(&self, project_id: Uuid) -> StoreResult<Vec<CustomField>> {
-        let rows: Vec<(String, String)> = read!(self, |pool| {
+        let rows: Vec<(String, String)> = db_read!(self, |pool| {
             sqlx::query_as(
                 "SELECT key, type FROM contact_fields WHERE project_id = $1 ORDER BY key",
             )
@@ -145,7 +145,7 @@ impl Store {
             "SELECT k, count(*) FROM contacts c, jsonb_object_keys(c.data) k \
              WHERE c.project_id = $1 GROUP BY k",
         );
-        let rows: Vec<(String, i64)> = read!(self, |pool| {
+        let rows: Vec<(String, i64)> = db_read!(self, |pool| {
             sqlx::query_as(q).bind(project_id).fetch_all(pool).await?
         });
         let mut counts: HashMap<String, i64> = rows.into_iter().collect();
@@ -154,7 +154,7 @@ impl Store {
             .filter(|k| k.contains('.') && !counts.contains_key(*k))
             .collect();
         for key in nested {
-            let (n,): (i64,) = read_each!(
+            let (n,): (i64,) = db_read_each!(
                 self,
                 sqlite
                     | pool
@@ -193,7 +193,7 @@ impl Store {
         key: &str,
         limit: u32,
     ) -> StoreResult<Vec<Value>> {
-        let texts: Vec<(String,)> = read_each!(
+        let texts: Vec<(String,)> = db_read_each!(
             self,
             sqlite
                 | pool
@@ -239,7 +239,7 @@ impl Store {
         self.known_fields.forget_project(project_id);
         let mut tx = self.begin().await?;
         let prefix = format!("{}.%", crate::like::escape(key));
-        let known = on_tx!(&mut tx, |conn| {
+        let known = db_tx!(&mut tx, |conn| {
             sqlx::query(
                 "DELETE FROM contact_fields WHERE project_id = $1 AND (key = $2 OR key LIKE $3 ESCAPE '\\')",
             )
@@ -250,7 +250,7 @@ impl Store {
             .await?
             .rows_affected()
         });
-        let touched = on_tx_each!(
+        let touched = db_tx_each!(
             &mut tx,
             sqlite
                 | conn

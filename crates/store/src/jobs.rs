@@ -37,7 +37,7 @@ pub async fn enqueue(
     max_attempts: i32,
 ) -> StoreResult<Uuid> {
     let id = new_id();
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query(
             "INSERT INTO jobs (id, project_id, kind, payload, state, run_at, max_attempts, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, 'waiting', $5, $6, $5, $5)",
@@ -56,7 +56,7 @@ pub async fn enqueue(
 
 /// Completes (deletes) a job inside a transaction, so the job's effect and its ack commit together.
 pub async fn complete(tx: &mut Tx, id: Uuid) -> StoreResult<()> {
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query("DELETE FROM jobs WHERE id = $1")
             .bind(id)
             .execute(&mut *conn)
@@ -73,7 +73,7 @@ pub async fn retry(
     error: &str,
     now: Millis,
 ) -> StoreResult<()> {
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE jobs SET state = 'waiting', run_at = $2, lease_until = NULL, last_error = $3, updated_at = $4 \
              WHERE id = $1",
@@ -90,7 +90,7 @@ pub async fn retry(
 
 /// Marks a job dead; it stays for inspection.
 pub async fn fail(tx: &mut Tx, id: Uuid, error: &str, now: Millis) -> StoreResult<()> {
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE jobs SET state = 'failed', lease_until = NULL, last_error = $2, updated_at = $3 WHERE id = $1",
         )
@@ -142,7 +142,7 @@ impl Store {
             if room <= 0 {
                 break;
             }
-            let claimed: Vec<Job> = write!(self, |pool| {
+            let claimed: Vec<Job> = db_write!(self, |pool| {
                 sqlx::query_as(q)
                     .bind(kind)
                     .bind(now)
@@ -159,13 +159,13 @@ impl Store {
     /// When the next job of `kind` is due (a waiting job's run time or an active job's lease
     /// expiry), if any: lets idle workers sleep exactly. Two index lookups, whatever the backlog.
     pub async fn next_job_due(&self, kind: &str) -> StoreResult<Option<Millis>> {
-        let (waiting,): (Option<i64>,) = read!(self, |pool| {
+        let (waiting,): (Option<i64>,) = db_read!(self, |pool| {
             sqlx::query_as("SELECT min(run_at) FROM jobs WHERE kind = $1 AND state = 'waiting'")
                 .bind(kind)
                 .fetch_one(pool)
                 .await?
         });
-        let (leased,): (Option<i64>,) = read!(self, |pool| {
+        let (leased,): (Option<i64>,) = db_read!(self, |pool| {
             sqlx::query_as("SELECT min(lease_until) FROM jobs WHERE kind = $1 AND state = 'active'")
                 .bind(kind)
                 .fetch_one(pool)
@@ -178,7 +178,7 @@ impl Store {
 impl Store {
     /// Extends the lease of a job being worked on.
     pub async fn extend_lease(&self, id: Uuid, until: Millis) -> StoreResult<()> {
-        write!(self, |pool| {
+        db_write!(self, |pool| {
             sqlx::query("UPDATE jobs SET lease_until = $2 WHERE id = $1 AND state = 'active'")
                 .bind(id)
                 .bind(until)
@@ -194,7 +194,7 @@ pub async fn complete_many(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<()> {
     for chunk in ids.chunks(500) {
         let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
         let q = format!("DELETE FROM jobs WHERE id IN ({})", list.join(", "));
-        on_tx!(&mut *tx, |conn| {
+        db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(sqlx::AssertSqlSafe(q.as_str()));
             for id in chunk {
                 query = query.bind(*id);

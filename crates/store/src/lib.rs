@@ -2,7 +2,7 @@
 //!
 //! One [`Store`] serves both engines. SQL is written once where the dialects agree (`$1`
 //! placeholders work on both) and per engine where they do not; each query body is expanded
-//! for both pool types by the `read!`, `write!` and `on_tx!` macros, so there is no `Any`
+//! for both pool types by the `db_read!`, `db_write!` and `db_tx!` macros, so there is no `Any`
 //! driver and no per-backend copy of the business rules (those live in `herald-core`).
 //!
 //! SQLite runs with one writer connection and a pool of readers (WAL), so writes never fail

@@ -103,7 +103,7 @@ const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source,
 const SUMMARY: &str = "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
 
 pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query(
             "INSERT INTO messages (id, project_id, contact_id, template_id, source, status, from_email, from_name, \
              reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, created_at, updated_at) \
@@ -144,7 +144,7 @@ pub async fn add_history(
     detail: Option<&str>,
     now: Millis,
 ) -> StoreResult<()> {
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query("INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES ($1, $2, $3, $4, $5)")
             .bind(new_id())
             .bind(message_id)
@@ -167,7 +167,7 @@ pub async fn set_status(
     now: Millis,
 ) -> StoreResult<()> {
     let sent_at = (status == SENT).then_some(now);
-    on_tx!(tx, |conn| {
+    db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE messages SET status = $2, last_error = COALESCE($3, last_error), \
              attempts = attempts + $4, sent_at = COALESCE($5, sent_at), updated_at = $6 WHERE id = $1",
@@ -192,7 +192,7 @@ pub async fn claim_idempotency_key(
     now: Millis,
     window_ms: i64,
 ) -> StoreResult<bool> {
-    let n = on_tx!(tx, |conn| {
+    let n = db_tx!(tx, |conn| {
         sqlx::query(
             "INSERT INTO idempotency_keys (project_id, key, created_at) VALUES ($1, $2, $3) \
              ON CONFLICT (project_id, key) DO UPDATE SET created_at = excluded.created_at \
@@ -233,7 +233,7 @@ macro_rules! bind_args {
 impl Store {
     pub async fn message(&self, id: Uuid) -> StoreResult<Option<Message>> {
         let q = format!("SELECT {ALL} FROM messages WHERE id = $1");
-        Ok(read!(self, |pool| sqlx::query_as(AssertSqlSafe(
+        Ok(db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(
             q.as_str()
         ))
         .bind(id)
@@ -252,7 +252,7 @@ impl Store {
 
     pub async fn message_history(&self, message_id: Uuid) -> StoreResult<Vec<HistoryEntry>> {
         let q = "SELECT status, detail, created_at FROM message_history WHERE message_id = $1 ORDER BY id";
-        Ok(read!(self, |pool| sqlx::query_as(q)
+        Ok(db_read!(self, |pool| sqlx::query_as(q)
             .bind(message_id)
             .fetch_all(pool)
             .await?))
@@ -298,7 +298,7 @@ impl Store {
             "SELECT {SUMMARY} FROM messages WHERE {cond} ORDER BY id DESC LIMIT ${}",
             args.len()
         );
-        let rows: Vec<MessageSummary> = read!(self, |pool| {
+        let rows: Vec<MessageSummary> = db_read!(self, |pool| {
             bind_args!(sqlx::query_as(AssertSqlSafe(q.as_str())), &args)
                 .fetch_all(pool)
                 .await?
@@ -314,7 +314,7 @@ impl Store {
     ) -> StoreResult<i64> {
         let (cond, args) = Self::message_conditions(project_id, filter);
         let q = format!("SELECT count(*) FROM messages WHERE {cond}");
-        let (n,): (i64,) = read!(self, |pool| {
+        let (n,): (i64,) = db_read!(self, |pool| {
             bind_args!(sqlx::query_as(AssertSqlSafe(q.as_str())), &args)
                 .fetch_one(pool)
                 .await?
@@ -359,7 +359,7 @@ pub async fn record_sent(tx: &mut Tx, sent: &[SentRecord<'_>], now: Millis) -> S
              WHERE id IN ({})",
             ids.replace(['(', ')'], "")
         );
-        on_tx!(&mut *tx, |conn| {
+        db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str())).bind(now);
             for s in chunk {
                 query = query.bind(s.message_id);
@@ -378,7 +378,7 @@ pub async fn record_sent(tx: &mut Tx, sent: &[SentRecord<'_>], now: Millis) -> S
             "INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES {}",
             value_rows(history.len(), 5, 1)
         );
-        on_tx!(&mut *tx, |conn| {
+        db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
             for (message_id, status, detail, at) in &history {
                 query = query
@@ -394,7 +394,7 @@ pub async fn record_sent(tx: &mut Tx, sent: &[SentRecord<'_>], now: Millis) -> S
             "INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES {}",
             value_rows(chunk.len(), 6, 1)
         );
-        on_tx!(&mut *tx, |conn| {
+        db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
             for s in chunk {
                 let data = serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,

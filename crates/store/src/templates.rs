@@ -134,7 +134,7 @@ impl Store {
 
     async fn insert_template(&self, project_id: Uuid, t: &Template) -> StoreResult<()> {
         let from_domain = domain_of(t.from_email.as_deref());
-        write!(self, |pool| {
+        db_write!(self, |pool| {
             sqlx::query(
                 "INSERT INTO templates (id, project_id, name, subject, body, type, from_email, \
                  from_name, reply_to, from_domain, created_at, updated_at) \
@@ -179,7 +179,7 @@ impl Store {
             ""
         };
         let q = format!("SELECT {COLUMNS} FROM templates WHERE project_id = $1 AND id = $2{lock}");
-        let found: Option<Template> = on_tx!(&mut tx, |conn| {
+        let found: Option<Template> = db_tx!(&mut tx, |conn| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .bind(id)
@@ -194,7 +194,7 @@ impl Store {
         }
         t.updated_at = change.now;
         let from_domain = domain_of(t.from_email.as_deref());
-        on_tx!(&mut tx, |conn| {
+        db_tx!(&mut tx, |conn| {
             sqlx::query(
                 "UPDATE templates SET name = $3, subject = $4, body = $5, type = $6, \
                  from_email = $7, from_name = $8, reply_to = $9, from_domain = $10, \
@@ -220,7 +220,7 @@ impl Store {
 
     /// Deletes a template. False when the project had none with this id.
     pub async fn delete_template(&self, project_id: Uuid, id: Uuid) -> StoreResult<bool> {
-        let n = write!(self, |pool| {
+        let n = db_write!(self, |pool| {
             sqlx::query("DELETE FROM templates WHERE project_id = $1 AND id = $2")
                 .bind(project_id)
                 .bind(id)
@@ -269,7 +269,7 @@ impl Store {
         );
         let count = format!("SELECT count(*) FROM templates WHERE {clause}");
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-        let templates: Vec<Template> = read!(self, |pool| {
+        let templates: Vec<Template> = db_read!(self, |pool| {
             let mut q = sqlx::query_as(AssertSqlSafe(list.as_str())).bind(project_id);
             for b in &binds {
                 q = q.bind(b);
@@ -279,7 +279,7 @@ impl Store {
                 .fetch_all(pool)
                 .await?
         });
-        let (total,): (i64,) = read!(self, |pool| {
+        let (total,): (i64,) = db_read!(self, |pool| {
             let mut q = sqlx::query_as(AssertSqlSafe(count.as_str())).bind(project_id);
             for b in &binds {
                 q = q.bind(b);

@@ -10,7 +10,6 @@ pub mod password;
 pub mod session;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
@@ -95,10 +94,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
             )
             .into_response();
         }
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = u64::try_from(state.engine.now() / 1000).unwrap_or(0);
         let d = state.limiter.check(project.id, now);
         if !d.allowed {
             let mut res = ApiError::new(

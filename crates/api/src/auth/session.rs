@@ -1,5 +1,6 @@
 //! The dashboard session: an HS256 JWT in an HttpOnly, SameSite=Lax cookie, valid 7 days.
 
+use herald_core::clock::SharedClock;
 use herald_core::ids::Uuid;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, encode};
 use serde::{Deserialize, Serialize};
@@ -19,19 +20,21 @@ pub struct SessionKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     secure: bool,
+    clock: SharedClock,
 }
 
 impl SessionKeys {
-    pub fn new(secret: &[u8], secure_cookies: bool) -> Self {
+    pub fn new(secret: &[u8], secure_cookies: bool, clock: SharedClock) -> Self {
         Self {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
             secure: secure_cookies,
+            clock,
         }
     }
 
     pub fn issue(&self, user: Uuid) -> anyhow::Result<String> {
-        let now = chrono_now();
+        let now = self.clock.now() / 1000;
         let claims = Claims {
             sub: user.to_string(),
             iat: now,
@@ -48,8 +51,13 @@ impl SessionKeys {
     pub fn verify(&self, token: &str) -> Option<Uuid> {
         let mut v = Validation::new(Algorithm::HS256);
         v.leeway = 0;
+        // Expiry is checked against the service's clock, not the library's.
+        v.validate_exp = false;
         v.set_required_spec_claims(&["exp", "sub"]);
         let data = decode::<Claims>(token, &self.decoding, &v).ok()?;
+        if data.claims.exp <= self.clock.now() / 1000 {
+            return None;
+        }
         Uuid::parse_str(&data.claims.sub).ok()
     }
 
@@ -64,10 +72,6 @@ impl SessionKeys {
         let secure = if self.secure { "; Secure" } else { "" };
         format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}")
     }
-}
-
-fn chrono_now() -> i64 {
-    herald_core::time::now_millis() / 1000
 }
 
 /// The session token from a `Cookie` header value.
@@ -86,11 +90,19 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_reject_tampering() {
-        let keys = SessionKeys::new(b"0123456789abcdef0123456789abcdef", false);
+        let keys = SessionKeys::new(
+            b"0123456789abcdef0123456789abcdef",
+            false,
+            herald_core::clock::system(),
+        );
         let user = Uuid::now_v7();
         let t = keys.issue(user).unwrap();
         assert_eq!(keys.verify(&t), Some(user));
-        let other = SessionKeys::new(b"another secret, another signature", false);
+        let other = SessionKeys::new(
+            b"another secret, another signature",
+            false,
+            herald_core::clock::system(),
+        );
         assert_eq!(other.verify(&t), None);
         assert_eq!(
             token_from_cookie(&format!("a=b; {COOKIE_NAME}={t}")),

@@ -6,7 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use herald_core::email::EmailAddress;
 use herald_core::ids::{Uuid, new_id};
-use herald_core::time::{iso, now_millis};
+use herald_core::time::iso;
 use herald_store::StoreError;
 use herald_store::accounts::{Project, ProjectChanges, User};
 use serde::{Deserialize, Serialize};
@@ -148,7 +148,7 @@ async fn signup(
         ));
     }
     let (email, password) = parse_credentials(body)?;
-    let now = now_millis();
+    let now = state.engine.now();
     let user = User {
         id: new_id(),
         email: email.into_string(),
@@ -264,7 +264,13 @@ async fn create_project(
     let keys = NewKeys::generate();
     let project = state
         .store
-        .create_project(new_id(), &name, &keys.stored(), auth.user, now_millis())
+        .create_project(
+            new_id(),
+            &name,
+            &keys.stored(),
+            auth.user,
+            state.engine.now(),
+        )
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -350,7 +356,7 @@ async fn update_project(
     };
     let project = state
         .store
-        .update_project(id, &changes, now_millis())
+        .update_project(id, &changes, state.engine.now())
         .await?;
     Ok(Json(ProjectResponse::new(
         &project,
@@ -400,7 +406,7 @@ async fn regenerate_keys(
     let keys = NewKeys::generate();
     let project = state
         .store
-        .replace_keys(id, &keys.stored(), now_millis())
+        .replace_keys(id, &keys.stored(), state.engine.now())
         .await?;
     Ok(Json(ProjectResponse::new(
         &project,

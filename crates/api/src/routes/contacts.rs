@@ -8,7 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::Uuid;
-use herald_core::time::{iso, now_millis};
+use herald_core::time::iso;
 use herald_store::StoreError;
 use herald_store::contacts::{Contact, ContactUpdate, ContactUpsert};
 use serde::{Deserialize, Serialize};
@@ -216,7 +216,7 @@ async fn upsert_contact(
             subscribed: body.subscribed,
             default_subscribed: true,
             patch: &patch,
-            now: now_millis(),
+            now: state.engine.now(),
         })
         .await?;
     let status = if out.is_new {
@@ -293,7 +293,7 @@ async fn patch_contact(
         email: email.as_ref().map(EmailAddress::as_str),
         subscribed: body.subscribed,
         patch: &patch,
-        now: now_millis(),
+        now: state.engine.now(),
     };
     match state.store.update_contact(auth.id(), id, &change).await {
         Ok(c) => Ok(Json(c.into())),

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use herald_core::fields::{STANDARD_FIELDS, custom_key_from_path, display_name};
-use herald_core::time::now_millis;
+
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -171,7 +171,7 @@ async fn delete_field(
     let key = known_custom_key(&state, &auth, &field).await?;
     state
         .store
-        .delete_field(auth.id(), &key, now_millis())
+        .delete_field(auth.id(), &key, state.engine.now())
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

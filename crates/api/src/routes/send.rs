@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use herald_core::email::EmailAddress;
-use herald_core::time::{iso, now_millis};
+use herald_core::time::iso;
 use herald_engine::send::{AcceptError, SendPlan};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -261,7 +261,7 @@ async fn send(
             success: true,
             data: SendData {
                 emails,
-                timestamp: iso(now_millis()),
+                timestamp: iso(state.engine.now()),
             },
         }),
     ))

@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use herald_core::email::EmailAddress;
 use herald_core::ids::Uuid;
-use herald_core::time::now_millis;
+
 use herald_store::StoreError;
 use herald_store::templates::{NewTemplate, TemplateFilter, TemplateUpdate};
 use utoipa_axum::router::OpenApiRouter;
@@ -159,7 +159,7 @@ async fn create_template(
                 .as_ref()
                 .and_then(|f| f.as_ref())
                 .map(EmailAddress::as_str),
-            now: now_millis(),
+            now: state.engine.now(),
         })
         .await?;
     Ok((StatusCode::CREATED, Json(t.into())))
@@ -209,7 +209,7 @@ async fn patch_template(
             .reply_to
             .as_ref()
             .map(|f| f.as_ref().map(EmailAddress::as_str)),
-        now: now_millis(),
+        now: state.engine.now(),
     };
     match state.store.update_template(auth.id(), id, &change).await {
         Ok(t) => Ok(Json(t.into())),
@@ -245,7 +245,7 @@ async fn duplicate_template(
     let id = template_id(&id)?;
     let copy = state
         .store
-        .duplicate_template(auth.id(), id, rules::copy_name, now_millis())
+        .duplicate_template(auth.id(), id, rules::copy_name, state.engine.now())
         .await?
         .ok_or_else(template_not_found)?;
     Ok((StatusCode::CREATED, Json(copy.into())))

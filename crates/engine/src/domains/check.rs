@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use herald_core::ids::Uuid;
-use herald_core::time::{Millis, now_millis};
+use herald_core::time::Millis;
 use herald_mail::dns::{DnsError, DomainCheck, RecordState};
 use herald_store::StoreError;
 use herald_store::domains::{CheckOutcome, CheckRecord, Domain};
@@ -140,7 +140,7 @@ impl Engine {
             verified = false;
             error = Some(taken.clone());
         }
-        let now = now_millis();
+        let now = self.now();
         let record = CheckRecord {
             verified,
             last_check: conclusion.last_check.as_ref(),
@@ -201,7 +201,7 @@ async fn check_due_domains(
     shutdown: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<bool> {
     loop {
-        let now = now_millis();
+        let now = engine.now();
         let batch = engine
             .store
             .claim_due_domains(now, now + interval_millis(engine), BATCH)

@@ -6,7 +6,6 @@ use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::template::{Escape, Template};
-use herald_core::time::now_millis;
 use herald_store::contacts::{ContactUpsert, upsert_contact};
 use herald_store::messages::{self, NewMessage, PENDING, SUPPRESSED};
 use herald_store::{StoreError, jobs};
@@ -115,7 +114,7 @@ impl Engine {
                 })
                 .collect(),
         );
-        let now = now_millis();
+        let now = self.now();
         let mut tx = self.store.begin().await?;
         if let Some(key) = &plan.idempotency_key
             && !messages::claim_idempotency_key(

@@ -5,6 +5,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use herald_core::html_text::html_to_text;
+use herald_core::time::Millis;
 use herald_mail::dkim::DkimSigner;
 use herald_mail::mime::{Attachment, Mailbox, OutgoingMessage, build};
 use herald_store::messages::Message;
@@ -14,7 +15,7 @@ use herald_store::messages::Message;
 #[error("{0}")]
 pub struct ComposeError(pub String);
 
-pub fn compose(msg: &Message, signer: &DkimSigner) -> Result<Vec<u8>, ComposeError> {
+pub fn compose(msg: &Message, signer: &DkimSigner, now: Millis) -> Result<Vec<u8>, ComposeError> {
     let headers = msg
         .headers
         .0
@@ -34,7 +35,7 @@ pub fn compose(msg: &Message, signer: &DkimSigner) -> Result<Vec<u8>, ComposeErr
         .unwrap_or_default();
     let out = OutgoingMessage {
         message_id: msg.message_id_header.clone(),
-        date: chrono::Utc::now(),
+        date: herald_core::time::to_datetime(now),
         from: Mailbox {
             name: msg.from_name.clone(),
             email: msg.from_email.clone(),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_core::ids::Uuid;
-use herald_core::time::{Millis, now_millis};
+use herald_core::time::Millis;
 use herald_mail::transport::{Envelope, Transport, TransportError};
 use herald_store::StoreResult;
 use herald_store::jobs::{self, Job};
@@ -52,7 +52,7 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
         let lease = engine.settings.send_lease.as_millis() as i64;
         let claimed = engine
             .store
-            .claim_jobs(SEND_JOB, free as u32, now_millis(), lease)
+            .claim_jobs(SEND_JOB, free as u32, engine.now(), lease)
             .await;
         let jobs = match claimed {
             Ok(jobs) => jobs,
@@ -140,7 +140,7 @@ async fn record_sent(engine: &Engine, batch: &[SentDone]) -> StoreResult<()> {
         .collect();
     let job_ids: Vec<Uuid> = batch.iter().map(|d| d.job_id).collect();
     let mut tx = engine.store.begin().await?;
-    messages::record_sent(&mut tx, &records, now_millis()).await?;
+    messages::record_sent(&mut tx, &records, engine.now()).await?;
     jobs::complete_many(&mut tx, &job_ids).await?;
     tx.commit().await
 }
@@ -148,7 +148,7 @@ async fn record_sent(engine: &Engine, batch: &[SentDone]) -> StoreResult<()> {
 /// Sleeps until the next job is due, but at most a second (other nodes may enqueue).
 async fn idle_wait(engine: &Engine) -> Duration {
     match engine.store.next_job_due(SEND_JOB).await {
-        Ok(Some(due)) => Duration::from_millis((due - now_millis()).clamp(5, 1000) as u64),
+        Ok(Some(due)) => Duration::from_millis((due - engine.now()).clamp(5, 1000) as u64),
         _ => Duration::from_secs(1),
     }
 }
@@ -165,7 +165,7 @@ async fn deliver(engine: &Engine, job: Job, done: &mpsc::Sender<SentDone>) {
 }
 
 async fn try_deliver(engine: &Engine, job: &Job, done: &mpsc::Sender<SentDone>) -> StoreResult<()> {
-    let now = now_millis();
+    let now = engine.now();
     let message = match message_id_of(job) {
         Some(id) => engine.store.message(id).await?,
         None => None,
@@ -240,7 +240,7 @@ async fn try_deliver(engine: &Engine, job: &Job, done: &mpsc::Sender<SentDone>) 
                 job.attempts,
                 delay.as_secs_f64()
             );
-            let now = now_millis();
+            let now = engine.now();
             let mut tx = engine.store.begin().await?;
             messages::set_status(&mut tx, msg.id, SENDING, Some(&reply), true, now).await?;
             if first_attempt {
@@ -280,7 +280,8 @@ async fn build_signed(engine: &Engine, msg: &Message) -> Result<Vec<u8>, String>
         Err(e) => return Err(format!("the DKIM key of {domain} is unusable: {e:#}")),
     };
     let msg = msg.clone();
-    tokio::task::spawn_blocking(move || compose(&msg, &signer).map_err(|e| e.0))
+    let now = engine.now();
+    tokio::task::spawn_blocking(move || compose(&msg, &signer, now).map_err(|e| e.0))
         .await
         .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
 }
@@ -299,7 +300,7 @@ async fn with_heartbeat<T>(
         tokio::select! {
             out = &mut send => return out,
             _ = tick.tick() => {
-                let until = now_millis() + lease.as_millis() as Millis;
+                let until = engine.now() + lease.as_millis() as Millis;
                 if let Err(e) = engine.store.extend_lease(job.id, until).await {
                     tracing::warn!(job = %job.id, error = %e, "extending a send lease failed");
                 }
@@ -319,14 +320,14 @@ async fn finish_sent(engine: &Engine, job: &Job, msg: &Message, reply: &str) -> 
         template_id: msg.template_id,
         subject: msg.subject.clone(),
         reply: reply.to_owned(),
-        started_at: now_millis(),
+        started_at: engine.now(),
         first_attempt: msg.status == PENDING,
     };
     record_sent(engine, std::slice::from_ref(&done)).await
 }
 
 async fn finish_failed(engine: &Engine, job: &Job, msg: &Message, reason: &str) -> StoreResult<()> {
-    let now = now_millis();
+    let now = engine.now();
     let mut tx = engine.store.begin().await?;
     if msg.status == PENDING {
         messages::add_history(&mut tx, msg.id, SENDING, None, now).await?;

@@ -48,6 +48,8 @@ pub struct TestApp {
     pub client: Client,
     pub store: Store,
     pub config: Config,
+    /// The server's clock: tests move time with `app.clock.advance(..)` instead of sleeping.
+    pub clock: Arc<herald_core::clock::TestClock>,
     _dir: Arc<tempfile::TempDir>,
 }
 
@@ -88,7 +90,10 @@ impl Engine {
         }
         tweak(&mut config);
         let config = config.resolved();
-        let app = Application::build(config.clone()).await.expect("build app");
+        let clock = herald_core::clock::TestClock::new();
+        let app = Application::build_with_clock(config.clone(), clock.clone())
+            .await
+            .expect("build app");
         let port = app.port();
         let store = app.store().clone();
         tokio::spawn(app.run_until_stopped(std::future::pending()));
@@ -97,6 +102,7 @@ impl Engine {
             client: Client::new(),
             store,
             config,
+            clock,
             _dir: Arc::new(dir),
         }
     }

@@ -49,7 +49,7 @@ impl Store {
             "SELECT project_id, domain, verified, verified_at FROM domains WHERE id = $1 FOR UPDATE",
         );
         let prev: Option<(Uuid, String, bool, Option<Millis>)> =
-            on_tx!(&mut tx, |conn| sqlx::query_as(lock)
+            db_tx!(&mut tx, |conn| sqlx::query_as(lock)
                 .bind(id)
                 .fetch_optional(&mut *conn)
                 .await?);
@@ -64,7 +64,7 @@ impl Store {
             "UPDATE domains SET verified = $2, verified_at = $3, last_checked_at = $4, last_check = $5, \
              last_error = $6, next_check_at = $7, updated_at = $4 WHERE id = $1 RETURNING {COLUMNS}"
         );
-        let updated: Domain = on_tx!(&mut tx, |conn| {
+        let updated: Domain = db_tx!(&mut tx, |conn| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))
                 .bind(id)
                 .bind(check.verified)
@@ -95,7 +95,7 @@ impl Store {
 
     /// True when another row of `domain` (another project's) is verified.
     pub async fn domain_verified_elsewhere(&self, domain: &str, except: Uuid) -> StoreResult<bool> {
-        let row: Option<(Uuid,)> = read!(self, |pool| {
+        let row: Option<(Uuid,)> = db_read!(self, |pool| {
             sqlx::query_as("SELECT id FROM domains WHERE domain = $1 AND verified AND id <> $2")
                 .bind(domain)
                 .bind(except)
@@ -113,7 +113,7 @@ impl Store {
         next: Millis,
         limit: u32,
     ) -> StoreResult<Vec<Domain>> {
-        let due: Vec<(Uuid, Millis)> = read!(self, |pool| {
+        let due: Vec<(Uuid, Millis)> = db_read!(self, |pool| {
             sqlx::query_as(
                 "SELECT id, next_check_at FROM domains WHERE next_check_at <= $1 ORDER BY next_check_at LIMIT $2",
             )
@@ -127,7 +127,7 @@ impl Store {
         );
         let mut claimed = Vec::with_capacity(due.len());
         for (id, seen) in due {
-            let row: Option<Domain> = write!(self, |pool| {
+            let row: Option<Domain> = db_write!(self, |pool| {
                 sqlx::query_as(AssertSqlSafe(q.as_str()))
                     .bind(id)
                     .bind(seen)

@@ -102,7 +102,7 @@ async fn due_domains_are_claimed_by_one_node_only(engine: Engine) {
         add(&app, &p, &format!("d{i}.example.com")).await;
     }
     // Two nodes claim at once, at a time when every domain is due.
-    let later = herald_core::time::now_millis() + 3_600_000;
+    let later = herald_core::clock::Clock::now(app.clock.as_ref()) + 3_600_000;
     let (s1, s2) = (app.store.clone(), app.store.clone());
     let (a, b) = tokio::join!(
         tokio::spawn(async move {
