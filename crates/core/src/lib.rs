@@ -7,5 +7,6 @@ pub mod email;
 pub mod fields;
 pub mod html_text;
 pub mod ids;
+pub mod message_status;
 pub mod template;
 pub mod time;

@@ -32,7 +32,9 @@ pub struct EngineSettings {
     pub send_max_attempts: u32,
     /// First retry delay; doubled for each further attempt.
     pub send_retry_base: Duration,
-    /// How long a claimed send job is reserved for its worker (extended while sending).
+    /// How long a claimed send job is reserved for its worker; the node's heartbeat renews
+    /// it every third of this while the job is held, so a dead node's work is taken over
+    /// within this time.
     pub send_lease: Duration,
     /// Where "now" comes from (the system clock; tests pass a test clock).
     pub clock: SharedClock,
@@ -56,7 +58,7 @@ impl EngineSettings {
             send_concurrency: 32,
             send_max_attempts: 8,
             send_retry_base: Duration::from_secs(30),
-            send_lease: Duration::from_secs(60),
+            send_lease: Duration::from_secs(10),
             clock: herald_core::clock::system(),
         }
     }

@@ -85,7 +85,7 @@ impl Default for Config {
             send_concurrency: 32,
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
-            send_lease_secs: 60.0,
+            send_lease_secs: 10.0,
         }
     }
 }

@@ -1,11 +1,15 @@
 //! The durable job queue.
 //!
 //! Guarantees: a job enqueued in a transaction exists exactly when that transaction commits
-//! (outbox). A claim leases jobs for `lease_ms`; a job whose lease expires (its worker died)
-//! is claimed again, so work is at-least-once and handlers must be idempotent. On PostgreSQL
-//! claims use `FOR UPDATE SKIP LOCKED`, so many workers on many nodes never take the same job;
-//! on SQLite the single writer serialises claims. Retries are rescheduled by the caller
-//! (backoff policy lives with the work); failed jobs stay as dead letters with their error.
+//! (outbox). A claim leases jobs for `lease_ms` under a fresh owner token; a job whose lease
+//! expires (its worker died or stalled) is claimed again under a new token, counting an
+//! attempt, so work is at-least-once and handlers must be idempotent. Leases are fenced:
+//! extending, completing, retrying and failing a job only apply while the caller's token is
+//! still the job's, so a worker whose lease was taken over changes nothing (the functions
+//! answer false / leave the job out). On PostgreSQL claims use `FOR UPDATE SKIP LOCKED`, so
+//! many workers on many nodes never take the same job; on SQLite the single writer serialises
+//! claims. Retries are rescheduled by the caller (backoff policy lives with the work); failed
+//! jobs stay as dead letters with their error.
 
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
@@ -25,6 +29,8 @@ pub struct Job {
     /// Including the current one.
     pub attempts: i32,
     pub max_attempts: i32,
+    /// The owner token of this claim: every later change of the job must present it.
+    pub lease_token: Uuid,
 }
 
 /// Enqueues a job inside the transaction of the change that causes it.
@@ -54,58 +60,74 @@ pub async fn enqueue(
     Ok(id)
 }
 
-/// Completes (deletes) a job inside a transaction, so the job's effect and its ack commit together.
-pub async fn complete(tx: &mut Tx, id: Uuid) -> StoreResult<()> {
-    db_tx!(tx, |conn| {
-        sqlx::query("DELETE FROM jobs WHERE id = $1")
+/// Completes (deletes) a job inside a transaction, so the job's effect and its ack commit
+/// together. False (and nothing changed) when `token` no longer holds the job's lease.
+pub async fn complete(tx: &mut Tx, id: Uuid, token: Uuid) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
+        sqlx::query("DELETE FROM jobs WHERE id = $1 AND lease_token = $2")
             .bind(id)
+            .bind(token)
             .execute(&mut *conn)
-            .await?;
+            .await?
+            .rows_affected()
     });
-    Ok(())
+    Ok(n == 1)
 }
 
-/// Reschedules a job for another attempt.
+/// Reschedules a job for another attempt; false (nothing changed) when the lease was lost.
 pub async fn retry(
     tx: &mut Tx,
     id: Uuid,
+    token: Uuid,
     run_at: Millis,
     error: &str,
     now: Millis,
-) -> StoreResult<()> {
-    db_tx!(tx, |conn| {
+) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
         sqlx::query(
-            "UPDATE jobs SET state = 'waiting', run_at = $2, lease_until = NULL, last_error = $3, updated_at = $4 \
-             WHERE id = $1",
+            "UPDATE jobs SET state = 'waiting', run_at = $3, lease_until = NULL, lease_token = NULL, \
+             last_error = $4, updated_at = $5 WHERE id = $1 AND lease_token = $2",
         )
         .bind(id)
+        .bind(token)
         .bind(run_at)
         .bind(error)
         .bind(now)
         .execute(&mut *conn)
-        .await?;
+        .await?
+        .rows_affected()
     });
-    Ok(())
+    Ok(n == 1)
 }
 
-/// Marks a job dead; it stays for inspection.
-pub async fn fail(tx: &mut Tx, id: Uuid, error: &str, now: Millis) -> StoreResult<()> {
-    db_tx!(tx, |conn| {
+/// Marks a job dead (a dead letter kept for inspection); false when the lease was lost.
+pub async fn fail(
+    tx: &mut Tx,
+    id: Uuid,
+    token: Uuid,
+    error: &str,
+    now: Millis,
+) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
         sqlx::query(
-            "UPDATE jobs SET state = 'failed', lease_until = NULL, last_error = $2, updated_at = $3 WHERE id = $1",
+            "UPDATE jobs SET state = 'failed', lease_until = NULL, lease_token = NULL, last_error = $3, \
+             updated_at = $4 WHERE id = $1 AND lease_token = $2",
         )
         .bind(id)
+        .bind(token)
         .bind(error)
         .bind(now)
         .execute(&mut *conn)
-        .await?;
+        .await?
+        .rows_affected()
     });
-    Ok(())
+    Ok(n == 1)
 }
 
 impl Store {
-    /// Leases up to `limit` due jobs of `kind`: first jobs whose lease expired (their worker
-    /// died), then waiting jobs in run order. Each part is a range scan of the
+    /// Leases up to `limit` due jobs of `kind` under a fresh owner token: first jobs whose
+    /// lease expired (their worker died or stalled), then waiting jobs in run order. Every
+    /// claim counts an attempt, a re-claim included. Each part is a range scan of the
     /// `(kind, state, run_at)` index, so a long queue costs nothing extra per claim.
     pub async fn claim_jobs(
         &self,
@@ -116,25 +138,27 @@ impl Store {
     ) -> StoreResult<Vec<Job>> {
         let expired = sql(
             self.dialect(),
-            "UPDATE jobs SET lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+            "UPDATE jobs SET lease_until = $3, lease_token = $5, attempts = attempts + 1, updated_at = $2 \
              WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'active' AND lease_until < $2 \
                  LIMIT $4) \
-             RETURNING id, project_id, kind, payload, attempts, max_attempts",
-            "UPDATE jobs SET lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             RETURNING id, project_id, kind, payload, attempts, max_attempts, lease_token",
+            "UPDATE jobs SET lease_until = $3, lease_token = $5, attempts = attempts + 1, updated_at = $2 \
              WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'active' AND lease_until < $2 \
                  LIMIT $4 FOR UPDATE SKIP LOCKED) \
-             RETURNING id, project_id, kind, payload, attempts, max_attempts",
+             RETURNING id, project_id, kind, payload, attempts, max_attempts, lease_token",
         );
         let waiting = sql(
             self.dialect(),
-            "UPDATE jobs SET state = 'active', lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+            "UPDATE jobs SET state = 'active', lease_until = $3, lease_token = $5, attempts = attempts + 1, \
+             updated_at = $2 \
              WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'waiting' AND run_at <= $2 \
                  ORDER BY run_at LIMIT $4) \
-             RETURNING id, project_id, kind, payload, attempts, max_attempts",
-            "UPDATE jobs SET state = 'active', lease_until = $3, attempts = attempts + 1, updated_at = $2 \
+             RETURNING id, project_id, kind, payload, attempts, max_attempts, lease_token",
+            "UPDATE jobs SET state = 'active', lease_until = $3, lease_token = $5, attempts = attempts + 1, \
+             updated_at = $2 \
              WHERE id IN (SELECT id FROM jobs WHERE kind = $1 AND state = 'waiting' AND run_at <= $2 \
                  ORDER BY run_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
-             RETURNING id, project_id, kind, payload, attempts, max_attempts",
+             RETURNING id, project_id, kind, payload, attempts, max_attempts, lease_token",
         );
         let mut jobs: Vec<Job> = Vec::new();
         for q in [expired, waiting] {
@@ -142,12 +166,15 @@ impl Store {
             if room <= 0 {
                 break;
             }
+            // One token per claim statement: a job's (id, token) pair is unique per claim.
+            let token = new_id();
             let claimed: Vec<Job> = db_write!(self, |pool| {
                 sqlx::query_as(q)
                     .bind(kind)
                     .bind(now)
                     .bind(now + lease_ms)
                     .bind(room)
+                    .bind(token)
                     .fetch_all(pool)
                     .await?
             });
@@ -173,34 +200,94 @@ impl Store {
         });
         Ok(waiting.into_iter().chain(leased).min())
     }
+
+    /// Extends the leases of jobs still held under their tokens to `until` (one statement per
+    /// 100 jobs); returns the ids whose lease is still held. A job missing from the answer was
+    /// taken over (or deleted): its worker must stop and change nothing.
+    pub async fn extend_leases(
+        &self,
+        held: &[(Uuid, Uuid)],
+        until: Millis,
+    ) -> StoreResult<Vec<Uuid>> {
+        let mut kept = Vec::with_capacity(held.len());
+        for chunk in held.chunks(100) {
+            let q = format!(
+                "UPDATE jobs SET lease_until = $1 WHERE state = 'active' AND ({}) RETURNING id",
+                id_token_pairs(chunk.len(), 2)
+            );
+            let rows: Vec<(Uuid,)> = db_write!(self, |pool| {
+                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(q.as_str())).bind(until);
+                for (id, token) in chunk {
+                    query = query.bind(*id).bind(*token);
+                }
+                query.fetch_all(pool).await?
+            });
+            kept.extend(rows.into_iter().map(|(id,)| id));
+        }
+        Ok(kept)
+    }
+
+    /// Whether `token` still holds the job's lease and the lease runs at least until `until`:
+    /// checked right before a message is handed to the transport.
+    pub async fn lease_held(&self, id: Uuid, token: Uuid, until: Millis) -> StoreResult<bool> {
+        let (n,): (i64,) = db_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT count(*) FROM jobs WHERE id = $1 AND lease_token = $2 AND state = 'active' \
+                 AND lease_until >= $3",
+            )
+            .bind(id)
+            .bind(token)
+            .bind(until)
+            .fetch_one(pool)
+            .await?
+        });
+        Ok(n == 1)
+    }
 }
 
 impl Store {
-    /// Extends the lease of a job being worked on.
-    pub async fn extend_lease(&self, id: Uuid, until: Millis) -> StoreResult<()> {
-        db_write!(self, |pool| {
-            sqlx::query("UPDATE jobs SET lease_until = $2 WHERE id = $1 AND state = 'active'")
+    /// A job's state (`waiting`, `active`, `failed`) and attempts so far; `None` once acked.
+    pub async fn job_state(&self, id: Uuid) -> StoreResult<Option<(String, i32)>> {
+        Ok(db_read!(self, |pool| {
+            sqlx::query_as("SELECT state, attempts FROM jobs WHERE id = $1")
                 .bind(id)
-                .bind(until)
-                .execute(pool)
-                .await?;
-        });
-        Ok(())
+                .fetch_optional(pool)
+                .await?
+        }))
     }
 }
 
-/// Completes (deletes) many jobs in one statement, inside the transaction of their effects.
-pub async fn complete_many(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<()> {
-    for chunk in ids.chunks(500) {
-        let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-        let q = format!("DELETE FROM jobs WHERE id IN ({})", list.join(", "));
-        db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(q.as_str()));
-            for id in chunk {
-                query = query.bind(*id);
+/// `(id = $a AND lease_token = $b) OR ...` for `n` pairs numbered from `first`.
+fn id_token_pairs(n: usize, first: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "(id = ${} AND lease_token = ${})",
+                first + 2 * i,
+                first + 2 * i + 1
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// Completes (deletes) the jobs whose `(id, token)` still hold their lease, inside the
+/// transaction of their effects; returns the ids acked (the others were taken over).
+pub async fn complete_many(tx: &mut Tx, held: &[(Uuid, Uuid)]) -> StoreResult<Vec<Uuid>> {
+    let mut acked = Vec::with_capacity(held.len());
+    for chunk in held.chunks(100) {
+        let q = format!(
+            "DELETE FROM jobs WHERE {} RETURNING id",
+            id_token_pairs(chunk.len(), 1)
+        );
+        let rows: Vec<(Uuid,)> = db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(q.as_str()));
+            for (id, token) in chunk {
+                query = query.bind(*id).bind(*token);
             }
-            query.execute(&mut *conn).await?;
+            query.fetch_all(&mut *conn).await?
         });
+        acked.extend(rows.into_iter().map(|(id,)| id));
     }
-    Ok(())
+    Ok(acked)
 }

@@ -1,19 +1,18 @@
-//! Messages: one row per recipient of a send, with its status history. A message's status
-//! only moves forward (PENDING → SENDING → SENT / FAILED, or SUPPRESSED when skipped).
+//! Messages: one row per recipient of a send, with its status history.
+//!
+//! Invariant: a message's status only moves forward ([`MessageStatus::can_move_to`]); every
+//! status change here carries that rule in its SQL (`... AND status IN (allowed before)`), so
+//! an update that would move a message backwards, or out of FAILED or SUPPRESSED, changes
+//! nothing and says so.
 
 use herald_core::ids::{Uuid, new_id};
+pub use herald_core::message_status::MessageStatus;
 use herald_core::time::Millis;
 use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
 use crate::{Store, StoreResult, Tx};
-
-pub const PENDING: &str = "PENDING";
-pub const SENDING: &str = "SENDING";
-pub const SENT: &str = "SENT";
-pub const FAILED: &str = "FAILED";
-pub const SUPPRESSED: &str = "SUPPRESSED";
 
 /// A message to insert.
 pub struct NewMessage<'a> {
@@ -22,7 +21,7 @@ pub struct NewMessage<'a> {
     pub contact_id: Option<Uuid>,
     pub template_id: Option<Uuid>,
     pub source: &'a str,
-    pub status: &'a str,
+    pub status: MessageStatus,
     pub from_email: &'a str,
     pub from_name: Option<&'a str>,
     pub reply_to: Option<&'a str>,
@@ -48,7 +47,8 @@ pub struct Message {
     pub template_id: Option<Uuid>,
     pub campaign_id: Option<Uuid>,
     pub source: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: MessageStatus,
     pub from_email: String,
     pub from_name: Option<String>,
     pub reply_to: Option<String>,
@@ -74,7 +74,8 @@ pub struct MessageSummary {
     pub template_id: Option<Uuid>,
     pub campaign_id: Option<Uuid>,
     pub source: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: MessageStatus,
     pub from_email: String,
     pub to_email: String,
     pub subject: String,
@@ -84,14 +85,15 @@ pub struct MessageSummary {
 
 #[derive(Clone, Debug, FromRow)]
 pub struct HistoryEntry {
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: MessageStatus,
     pub detail: Option<String>,
     pub created_at: Millis,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct MessageFilter {
-    pub status: Option<String>,
+    pub status: Option<MessageStatus>,
     pub contact_id: Option<Uuid>,
     pub campaign_id: Option<Uuid>,
     pub source: Option<String>,
@@ -114,7 +116,7 @@ pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
         .bind(m.contact_id)
         .bind(m.template_id)
         .bind(m.source)
-        .bind(m.status)
+        .bind(m.status.as_str())
         .bind(m.from_email)
         .bind(m.from_name)
         .bind(m.reply_to)
@@ -131,7 +133,7 @@ pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
     });
     // The PENDING step is implied by `created_at` (one statement less on the accept path);
     // any other initial status is recorded with its reason.
-    if m.status == PENDING {
+    if m.status == MessageStatus::Pending {
         return Ok(());
     }
     add_history(tx, m.id, m.status, m.detail, m.now).await
@@ -140,7 +142,7 @@ pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
 pub async fn add_history(
     tx: &mut Tx,
     message_id: Uuid,
-    status: &str,
+    status: MessageStatus,
     detail: Option<&str>,
     now: Millis,
 ) -> StoreResult<()> {
@@ -148,7 +150,7 @@ pub async fn add_history(
         sqlx::query("INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES ($1, $2, $3, $4, $5)")
             .bind(new_id())
             .bind(message_id)
-            .bind(status)
+            .bind(status.as_str())
             .bind(detail)
             .bind(now)
             .execute(&mut *conn)
@@ -157,31 +159,50 @@ pub async fn add_history(
     Ok(())
 }
 
-/// Moves a message to `status`, counting an attempt when `attempt` is set.
+/// `status IN ('PENDING', ...)`: the statuses a message may be in to move to `to`. The
+/// names come from the enum, never from input.
+fn movable_to(to: MessageStatus) -> String {
+    let names: Vec<String> = to
+        .allowed_before()
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect();
+    if names.is_empty() {
+        return "1 = 0".to_owned();
+    }
+    format!("status IN ({})", names.join(", "))
+}
+
+/// Moves a message to `status`, counting an attempt when `attempt` is set. Only forward moves
+/// apply: false (and nothing changed) when the message is gone or its status may not move
+/// to `status`.
 pub async fn set_status(
     tx: &mut Tx,
     id: Uuid,
-    status: &str,
+    status: MessageStatus,
     last_error: Option<&str>,
     attempt: bool,
     now: Millis,
-) -> StoreResult<()> {
-    let sent_at = (status == SENT).then_some(now);
-    db_tx!(tx, |conn| {
-        sqlx::query(
-            "UPDATE messages SET status = $2, last_error = COALESCE($3, last_error), \
-             attempts = attempts + $4, sent_at = COALESCE($5, sent_at), updated_at = $6 WHERE id = $1",
-        )
-        .bind(id)
-        .bind(status)
-        .bind(last_error)
-        .bind(i32::from(attempt))
-        .bind(sent_at)
-        .bind(now)
-        .execute(&mut *conn)
-        .await?;
+) -> StoreResult<bool> {
+    let sent_at = (status == MessageStatus::Sent).then_some(now);
+    let q = format!(
+        "UPDATE messages SET status = $2, last_error = COALESCE($3, last_error), \
+         attempts = attempts + $4, sent_at = COALESCE($5, sent_at), updated_at = $6 WHERE id = $1 AND {}",
+        movable_to(status)
+    );
+    let n = db_tx!(tx, |conn| {
+        sqlx::query(AssertSqlSafe(q.as_str()))
+            .bind(id)
+            .bind(status.as_str())
+            .bind(last_error)
+            .bind(i32::from(attempt))
+            .bind(sent_at)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
     });
-    Ok(())
+    Ok(n == 1)
 }
 
 /// Records an `Idempotency-Key`; false when the project used it within the window.
@@ -265,8 +286,8 @@ impl Store {
             args.push(a);
             cond.push_str(&format!(" AND {c} = ${}", args.len()));
         };
-        if let Some(s) = &f.status {
-            add("status", Arg::Text(s.clone()));
+        if let Some(s) = f.status {
+            add("status", Arg::Text(s.as_str().to_owned()));
         }
         if let Some(c) = f.contact_id {
             add("contact_id", Arg::Id(c));
@@ -325,9 +346,10 @@ impl Store {
 
 /// A delivery the relay accepted, recorded with others in one transaction.
 pub struct SentRecord<'a> {
+    pub job_id: Uuid,
+    /// The owner token of the worker's claim: a record whose lease was taken over is skipped.
+    pub lease_token: Uuid,
     pub message_id: Uuid,
-    pub project_id: Uuid,
-    pub contact_id: Option<Uuid>,
     pub template_id: Option<Uuid>,
     pub subject: &'a str,
     pub reply: &'a str,
@@ -349,67 +371,114 @@ fn value_rows(rows: usize, width: usize, first: usize) -> String {
         .join(", ")
 }
 
-/// Marks many messages SENT with their history and `email.sent` events, in a few multi-row
-/// statements (group commit of the delivery worker).
-pub async fn record_sent(tx: &mut Tx, sent: &[SentRecord<'_>], now: Millis) -> StoreResult<()> {
+/// Acks the send jobs and marks their messages SENT with history and `email.sent` events, in a
+/// few multi-row statements (group commit of the delivery worker). Returns the message ids
+/// recorded.
+///
+/// Written so that no row can make the others fail: a job whose lease was taken over is not
+/// acked and its message not touched (fencing); a message that is gone (its project was
+/// deleted) or already past SENT is left alone; history is written only for messages moved
+/// here; an event only when its contact still exists (a contact deleted meanwhile gets
+/// none). Callers still fall back to one record per transaction if a batch fails (e.g. a
+/// PostgreSQL deadlock with a concurrent deletion).
+pub async fn record_sent(
+    tx: &mut Tx,
+    sent: &[SentRecord<'_>],
+    now: Millis,
+) -> StoreResult<Vec<Uuid>> {
+    let mut recorded = Vec::with_capacity(sent.len());
     for chunk in sent.chunks(100) {
-        let ids = value_rows(chunk.len(), 1, 2);
-        let q = format!(
-            "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
-             WHERE id IN ({})",
-            ids.replace(['(', ')'], "")
-        );
-        db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(AssertSqlSafe(q.as_str())).bind(now);
-            for s in chunk {
-                query = query.bind(s.message_id);
-            }
-            query.execute(&mut *conn).await?;
-        });
-        let mut history: Vec<(Uuid, &str, Option<&str>, Millis)> =
-            Vec::with_capacity(chunk.len() * 2);
-        for s in chunk {
-            if s.first_attempt {
-                history.push((s.message_id, SENDING, None, s.started_at));
-            }
-            history.push((s.message_id, SENT, Some(s.reply), now));
+        let held: Vec<(Uuid, Uuid)> = chunk.iter().map(|s| (s.job_id, s.lease_token)).collect();
+        let acked = crate::jobs::complete_many(tx, &held).await?;
+        let acked: Vec<&SentRecord<'_>> =
+            chunk.iter().filter(|s| acked.contains(&s.job_id)).collect();
+        if acked.is_empty() {
+            continue;
         }
         let q = format!(
-            "INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES {}",
-            value_rows(history.len(), 5, 1)
+            "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
+             WHERE id IN ({}) AND {} RETURNING id",
+            value_rows(acked.len(), 1, 2).replace(['(', ')'], ""),
+            movable_to(MessageStatus::Sent)
         );
-        db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
-            for (message_id, status, detail, at) in &history {
-                query = query
-                    .bind(new_id())
-                    .bind(*message_id)
-                    .bind(*status)
-                    .bind(*detail)
-                    .bind(*at);
+        let moved: Vec<(Uuid,)> = db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(now);
+            for s in &acked {
+                query = query.bind(s.message_id);
             }
-            query.execute(&mut *conn).await?;
+            query.fetch_all(&mut *conn).await?
         });
-        let q = format!(
-            "INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES {}",
-            value_rows(chunk.len(), 6, 1)
-        );
-        db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
-            for s in chunk {
-                let data = serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,
-                    "templateId": s.template_id.map(|t| t.to_string())});
-                query = query
-                    .bind(new_id())
-                    .bind(s.project_id)
-                    .bind(s.contact_id)
-                    .bind("email.sent")
-                    .bind(Json(data))
-                    .bind(now);
-            }
-            query.execute(&mut *conn).await?;
-        });
+        let moved: Vec<&SentRecord<'_>> = acked
+            .into_iter()
+            .filter(|s| moved.iter().any(|(id,)| *id == s.message_id))
+            .collect();
+        if moved.is_empty() {
+            continue;
+        }
+        insert_sent_history(tx, &moved, now).await?;
+        insert_sent_events(tx, &moved, now).await?;
+        recorded.extend(moved.iter().map(|s| s.message_id));
     }
+    Ok(recorded)
+}
+
+async fn insert_sent_history(
+    tx: &mut Tx,
+    moved: &[&SentRecord<'_>],
+    now: Millis,
+) -> StoreResult<()> {
+    let mut history: Vec<(Uuid, MessageStatus, Option<&str>, Millis)> =
+        Vec::with_capacity(moved.len() * 2);
+    for s in moved {
+        if s.first_attempt {
+            history.push((s.message_id, MessageStatus::Sending, None, s.started_at));
+        }
+        history.push((s.message_id, MessageStatus::Sent, Some(s.reply), now));
+    }
+    let q = format!(
+        "INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES {}",
+        value_rows(history.len(), 5, 1)
+    );
+    db_tx!(&mut *tx, |conn| {
+        let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
+        for (message_id, status, detail, at) in &history {
+            query = query
+                .bind(new_id())
+                .bind(*message_id)
+                .bind(status.as_str())
+                .bind(*detail)
+                .bind(*at);
+        }
+        query.execute(&mut *conn).await?;
+    });
+    Ok(())
+}
+
+/// `email.sent` events (contact events) of moved messages whose contact still exists: the
+/// contact is read from the message row, which the deletion of a contact sets to NULL, so a
+/// contact deleted meanwhile gets no event instead of failing the insert.
+async fn insert_sent_events(
+    tx: &mut Tx,
+    moved: &[&SentRecord<'_>],
+    now: Millis,
+) -> StoreResult<()> {
+    let q = format!(
+        "WITH v(id, message_id, data) AS (VALUES {}) \
+         INSERT INTO events (id, project_id, contact_id, name, data, created_at) \
+         SELECT v.id, m.project_id, m.contact_id, 'email.sent', v.data, $1 \
+         FROM v JOIN messages m ON m.id = v.message_id \
+         WHERE m.contact_id IS NOT NULL",
+        value_rows(moved.len(), 3, 2)
+    );
+    db_tx!(&mut *tx, |conn| {
+        let mut query = sqlx::query(AssertSqlSafe(q.as_str())).bind(now);
+        for s in moved {
+            let data = serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,
+                "templateId": s.template_id.map(|t| t.to_string())});
+            query = query.bind(new_id()).bind(s.message_id).bind(Json(data));
+        }
+        query.execute(&mut *conn).await?;
+    });
     Ok(())
 }
 

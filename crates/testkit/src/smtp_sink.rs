@@ -12,6 +12,11 @@
 //!   that saw 250 always finds its message recorded.
 //! - [`SmtpSink::attempts`] counts every completed DATA transfer, accepted or refused.
 //! - [`SmtpSink::stop`] returns only once the listener and every open connection are closed.
+//! - With a reply delay ([`SmtpSink::set_reply_delay`]) or replies held
+//!   ([`SmtpSink::hold_replies`]), an accepted message is recorded first and its 250 written
+//!   only after the delay and once replies are released: a client killed meanwhile handed the
+//!   message over without learning so (the window crash tests need). [`SmtpSink::unreplied`]
+//!   counts the messages recorded whose 250 was not written yet.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -67,6 +72,12 @@ struct Shared {
     attempts: AtomicUsize,
     /// False: count accepted messages without keeping them (benchmarks).
     keep: AtomicBool,
+    /// Wait before writing each 250 at the end of DATA.
+    reply_delay: Mutex<Duration>,
+    /// True: 250 replies wait until it turns false.
+    hold: watch::Sender<bool>,
+    /// Messages recorded whose 250 is not written yet.
+    unreplied: AtomicUsize,
 }
 
 /// What to reply at the end of one DATA transfer.
@@ -102,6 +113,9 @@ impl SmtpSink {
             mode: Mutex::new(SinkMode::Accept),
             attempts: AtomicUsize::new(0),
             keep: AtomicBool::new(true),
+            reply_delay: Mutex::new(Duration::ZERO),
+            hold: watch::channel(false).0,
+            unreplied: AtomicUsize::new(0),
         });
         let server = spawn_server(listener, shared.clone());
         Ok(SmtpSink {
@@ -185,6 +199,21 @@ impl SmtpSink {
         Ok(())
     }
 
+    /// Delays every 250 at the end of DATA by `delay` (after recording the message).
+    pub fn set_reply_delay(&self, delay: Duration) {
+        *lock(&self.shared.reply_delay) = delay;
+    }
+
+    /// Holds (true) or releases (false) the 250 replies of accepted messages.
+    pub fn hold_replies(&self, hold: bool) {
+        self.shared.hold.send_replace(hold);
+    }
+
+    /// Messages recorded whose 250 reply has not been written yet.
+    pub fn unreplied(&self) -> usize {
+        self.shared.unreplied.load(Ordering::SeqCst)
+    }
+
     /// How many DATA transfers completed, whatever the reply (accepted, 451 or 550).
     pub fn attempts(&self) -> usize {
         self.shared.attempts.load(Ordering::SeqCst)
@@ -220,6 +249,17 @@ impl Shared {
                 Verdict::TempFail
             }
         }
+    }
+
+    /// Waits out the reply delay and any hold.
+    async fn before_reply(&self) {
+        let delay = *lock(&self.reply_delay);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let mut hold = self.hold.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = hold.wait_for(|held| !*held).await;
     }
 
     fn record(&self, mail: ReceivedMail) {
@@ -470,6 +510,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     rcpt_to: transaction.rcpt_to,
                     data,
                 });
+                self.shared.unreplied.fetch_add(1, Ordering::SeqCst);
+                self.shared.before_reply().await;
+                self.shared.unreplied.fetch_sub(1, Ordering::SeqCst);
                 self.writer.write_all(b"250 2.0.0 Ok: queued\r\n").await
             }
             Verdict::TempFail => {

@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use herald_core::time::iso;
 use herald_mail::transport::Transport;
-use herald_store::messages::{Message, MessageFilter, MessageSummary};
+use herald_store::messages::{Message, MessageFilter, MessageStatus, MessageSummary};
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -27,19 +27,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(raw_email))
 }
 
-const STATUSES: [&str; 10] = [
-    "PENDING",
-    "SENDING",
-    "SENT",
-    "DELIVERED",
-    "OPENED",
-    "CLICKED",
-    "BOUNCED",
-    "COMPLAINED",
-    "FAILED",
-    "SUPPRESSED",
-];
-
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmailSummary {
@@ -47,7 +34,8 @@ pub struct EmailSummary {
     pub to: String,
     pub from: String,
     pub subject: String,
-    pub status: String,
+    #[schema(value_type = String)]
+    pub status: MessageStatus,
     pub source: String,
     pub contact_id: Option<String>,
     pub template_id: Option<String>,
@@ -108,19 +96,21 @@ async fn list_emails(
                 .map_err(|_| ApiError::field(name, format!("{name} must be an id"), "invalid_id")),
         }
     };
-    let status = q
-        .get("status")
-        .filter(|s| !s.is_empty())
-        .map(str::to_ascii_uppercase);
-    if let Some(s) = &status
-        && !STATUSES.contains(&s.as_str())
-    {
-        return Err(ApiError::field(
-            "status",
-            format!("status must be one of {}", STATUSES.join(", ")),
-            "invalid_enum",
-        ));
-    }
+    let status = match q.get("status").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(
+            s.to_ascii_uppercase()
+                .parse::<MessageStatus>()
+                .map_err(|_| {
+                    let names: Vec<&str> = MessageStatus::ALL.iter().map(|s| s.as_str()).collect();
+                    ApiError::field(
+                        "status",
+                        format!("status must be one of {}", names.join(", ")),
+                        "invalid_enum",
+                    )
+                })?,
+        ),
+    };
     let filter = MessageFilter {
         status,
         contact_id: id_param("contactId")?,
@@ -167,7 +157,7 @@ async fn get_email(
 ) -> ApiResult<Json<Value>> {
     let m = load(&state, &auth, &id).await?;
     let mut history: Vec<Value> = Vec::new();
-    if m.status != "SUPPRESSED" {
+    if m.status != MessageStatus::Suppressed {
         // Queued messages start PENDING at creation (not stored as a row of its own).
         history.push(json!({"status": "PENDING", "detail": null, "at": iso(m.created_at)}));
     }

@@ -7,7 +7,7 @@ use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::template::{Escape, Template};
 use herald_store::contacts::{ContactUpsert, upsert_contact};
-use herald_store::messages::{self, NewMessage, PENDING, SUPPRESSED};
+use herald_store::messages::{self, MessageStatus, NewMessage};
 use herald_store::{StoreError, jobs};
 use serde_json::{Map, Value, json};
 
@@ -162,9 +162,9 @@ impl Engine {
                     template_id: plan.template_id,
                     source: "transactional",
                     status: if skipped.is_some() {
-                        SUPPRESSED
+                        MessageStatus::Suppressed
                     } else {
-                        PENDING
+                        MessageStatus::Pending
                     },
                     from_email: plan.from.as_str(),
                     from_name: plan.from_name.as_deref(),

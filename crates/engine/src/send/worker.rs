@@ -1,28 +1,37 @@
 //! The delivery worker.
 //!
-//! Guarantees: a claimed send job marks its message SENDING before the handoff; when the
-//! transport accepts, the message becomes SENT, `email.sent` is recorded and the job is acked
-//! in one transaction, so a retried job finds the message SENT and does not send it again.
-//! Transient failures (4xx, connection errors) retry with exponential backoff up to
-//! `send_max_attempts`; permanent ones (5xx) fail the message with the reply kept. A worker
-//! that dies mid-handoff leaves its job leased; once the lease expires the job is claimed
-//! again and the message is sent (at-least-once for that window; with the local outbox the
-//! file's presence makes it exactly-once). Leases are extended while a send is in progress.
+//! Guarantees:
+//! - A claimed send job is held under its claim's owner token, its lease renewed by the node's
+//!   heartbeat ([`super::leases`]) from the claim to its last write. Every write the worker
+//!   makes for the job (ack, retry, dead letter, the message's status and history) is fenced
+//!   by that token: a worker whose lease was taken over changes nothing. Right before the
+//!   transport handoff the worker checks, in the database, that it still holds the lease for
+//!   at least a third of the lease time; if not, it sends nothing.
+//! - When the transport accepts, SENT, its history, `email.sent` and the ack commit together
+//!   ([`super::record`]), so a re-claimed job finds the message SENT and does not send it
+//!   again. The only window for a second handoff is a process that dies (or loses its lease)
+//!   after the relay's 250 and before that commit: its messages in flight may go out once
+//!   more. With the local outbox the file's presence makes delivery exactly-once.
+//! - Every claim counts an attempt, a re-claim after a crash included. Transient failures
+//!   (4xx, connection errors) retry with exponential backoff; permanent ones (5xx) fail the
+//!   message with the reply kept. A job claimed again past `send_max_attempts` (its workers
+//!   kept dying or losing the lease) ends FAILED with the reason and stays as a dead letter.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_core::ids::Uuid;
 use herald_core::time::Millis;
 use herald_mail::transport::{Envelope, Transport, TransportError};
 use herald_store::StoreResult;
 use herald_store::jobs::{self, Job};
-use herald_store::messages::{self, FAILED, Message, PENDING, SENDING, SENT, SUPPRESSED};
+use herald_store::messages::{self, Message, MessageStatus};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::accept::SEND_JOB;
 use super::compose::compose;
+use super::leases::{Leases, run_heartbeat};
+use super::record::{SentDone, record_sent, run_completer};
 use crate::Engine;
 
 /// Jobs claimed per query.
@@ -31,8 +40,15 @@ const CLAIM_BATCH: usize = 64;
 pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     let concurrency = engine.settings.send_concurrency;
     let permits = Arc::new(Semaphore::new(concurrency));
+    let leases = Arc::new(Leases::default());
+    let (stop_heartbeat, heartbeat_stop) = watch::channel(false);
+    let heartbeat = tokio::spawn(run_heartbeat(
+        engine.clone(),
+        leases.clone(),
+        heartbeat_stop,
+    ));
     let (done_tx, done_rx) = mpsc::channel::<SentDone>(1024);
-    let completer = tokio::spawn(run_completer(engine.clone(), done_rx));
+    let completer = tokio::spawn(run_completer(engine.clone(), leases.clone(), done_rx));
     let mut tasks = JoinSet::new();
     // Claim in batches: one claim per several deliveries, not one per finished delivery.
     let batch = (concurrency / 4).clamp(1, CLAIM_BATCH);
@@ -77,72 +93,28 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         for job in jobs {
+            leases.hold(job.id, job.lease_token);
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
-            let (engine, done) = (engine.clone(), done_tx.clone());
+            let worker = Worker {
+                engine: engine.clone(),
+                leases: leases.clone(),
+                done: done_tx.clone(),
+            };
             tasks.spawn(async move {
-                deliver(&engine, job, &done).await;
+                worker.deliver(job).await;
                 drop(permit);
             });
         }
     }
-    // Let sends in hand finish (they are bounded by the transport's timeouts), then record them.
+    // Let sends in hand finish (they are bounded by the transport's timeouts), then record
+    // them; the heartbeat keeps their leases until the recorder is done.
     while tasks.join_next().await.is_some() {}
     drop(done_tx);
     let _ = completer.await;
-}
-
-/// A delivery the relay accepted, waiting to be recorded with others.
-struct SentDone {
-    job_id: Uuid,
-    message_id: Uuid,
-    project_id: Uuid,
-    contact_id: Option<Uuid>,
-    template_id: Option<Uuid>,
-    subject: String,
-    reply: String,
-    started_at: Millis,
-    first_attempt: bool,
-}
-
-/// Records accepted deliveries in groups: SENT, history, `email.sent` and the job ack of many
-/// messages commit in one transaction, so the single SQLite writer is not the bottleneck.
-async fn run_completer(engine: Engine, mut rx: mpsc::Receiver<SentDone>) {
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < 256 {
-            match rx.try_recv() {
-                Ok(d) => batch.push(d),
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = record_sent(&engine, &batch).await {
-            // The jobs stay leased and are claimed again when their leases expire.
-            tracing::error!(error = %e, count = batch.len(), "recording sent messages failed");
-        }
-    }
-}
-
-async fn record_sent(engine: &Engine, batch: &[SentDone]) -> StoreResult<()> {
-    let records: Vec<messages::SentRecord<'_>> = batch
-        .iter()
-        .map(|d| messages::SentRecord {
-            message_id: d.message_id,
-            project_id: d.project_id,
-            contact_id: d.contact_id,
-            template_id: d.template_id,
-            subject: &d.subject,
-            reply: &d.reply,
-            started_at: d.started_at,
-            first_attempt: d.first_attempt,
-        })
-        .collect();
-    let job_ids: Vec<Uuid> = batch.iter().map(|d| d.job_id).collect();
-    let mut tx = engine.store.begin().await?;
-    messages::record_sent(&mut tx, &records, engine.now()).await?;
-    jobs::complete_many(&mut tx, &job_ids).await?;
-    tx.commit().await
+    let _ = stop_heartbeat.send(true);
+    let _ = heartbeat.await;
 }
 
 /// Sleeps until the next job is due, but at most a second (other nodes may enqueue).
@@ -153,110 +125,206 @@ async fn idle_wait(engine: &Engine) -> Duration {
     }
 }
 
-fn message_id_of(job: &Job) -> Option<Uuid> {
+fn message_id_of(job: &Job) -> Option<herald_core::ids::Uuid> {
     job.payload.0.get("messageId")?.as_str()?.parse().ok()
 }
 
-async fn deliver(engine: &Engine, job: Job, done: &mpsc::Sender<SentDone>) {
-    if let Err(e) = try_deliver(engine, &job, done).await {
-        // The job stays leased; it is claimed again when the lease expires.
-        tracing::error!(job = %job.id, error = %e, "delivery bookkeeping failed");
-    }
+/// What a finished job's last write does with the job row.
+#[derive(Clone, Copy)]
+enum JobEnd {
+    /// Delete it: its work is done.
+    Ack,
+    /// Keep it as a dead letter with the reason.
+    DeadLetter,
 }
 
-async fn try_deliver(engine: &Engine, job: &Job, done: &mpsc::Sender<SentDone>) -> StoreResult<()> {
-    let now = engine.now();
-    let message = match message_id_of(job) {
-        Some(id) => engine.store.message(id).await?,
-        None => None,
-    };
-    let Some(msg) = message else {
-        let mut tx = engine.store.begin().await?;
-        jobs::fail(&mut tx, job.id, "the job names no existing message", now).await?;
-        return tx.commit().await;
-    };
-    if [SENT, FAILED, SUPPRESSED].contains(&msg.status.as_str()) {
-        // Done already (e.g. the ack of an earlier run was lost): ack without sending again.
-        let mut tx = engine.store.begin().await?;
-        jobs::complete(&mut tx, job.id).await?;
-        return tx.commit().await;
-    }
-    let key = msg.id.to_string();
-    if let Transport::Outbox(outbox) = &engine.transport
-        && outbox.path_for(&key).is_ok_and(|p| p.exists())
-    {
-        return finish_sent(
-            engine,
-            job,
-            &msg,
-            "recovered: the message was already in the outbox",
-        )
-        .await;
-    }
-    // No write before the handoff: SENT, its history and the ack are recorded together
-    // afterwards. The status stays PENDING (or SENDING while retrying) until then.
-    let first_attempt = msg.status == PENDING;
-    engine.throttle.acquire(msg.project_id).await;
-    let raw = match build_signed(engine, &msg).await {
-        Ok(raw) => raw,
-        Err(reason) => return finish_failed(engine, job, &msg, &reason).await,
-    };
-    let envelope = Envelope {
-        mail_from: msg.from_email.clone(),
-        rcpt_to: vec![msg.to_email.clone()],
-    };
-    let result = with_heartbeat(engine, job, engine.transport.send(&key, &envelope, &raw)).await;
-    match result {
-        Ok(reply) => {
-            engine.throttle.reward(msg.project_id);
-            let sent = SentDone {
-                job_id: job.id,
-                message_id: msg.id,
-                project_id: msg.project_id,
-                contact_id: msg.contact_id,
-                template_id: msg.template_id,
-                subject: msg.subject,
-                reply,
-                started_at: now,
-                first_attempt,
-            };
-            if done.send(sent).await.is_err() {
-                tracing::error!(message = %msg.id, "the completion recorder stopped; the job will be retried");
+struct Worker {
+    engine: Engine,
+    leases: Arc<Leases>,
+    done: mpsc::Sender<SentDone>,
+}
+
+impl Worker {
+    async fn deliver(&self, job: Job) {
+        let handed_to_recorder = match self.try_deliver(&job).await {
+            Ok(recorder) => recorder,
+            Err(e) => {
+                // The job stays leased; it is claimed again when the lease expires.
+                tracing::error!(job = %job.id, error = %e, "delivery bookkeeping failed");
+                false
             }
-            Ok(())
+        };
+        if !handed_to_recorder {
+            self.leases.release(job.id);
         }
-        Err(TransportError::Permanent(reply)) => finish_failed(engine, job, &msg, &reply).await,
-        Err(TransportError::Transient(reply)) => {
-            if reply.starts_with('4') {
-                engine.throttle.penalize(msg.project_id);
-            }
-            if job.attempts >= job.max_attempts {
-                let reason = format!("gave up after {} attempts: {reply}", job.attempts);
-                return finish_failed(engine, job, &msg, &reason).await;
-            }
-            let delay = backoff(engine.settings.send_retry_base, job.attempts);
-            let detail = format!(
-                "attempt {} failed: {reply}; retrying in {:.1} s",
-                job.attempts,
-                delay.as_secs_f64()
-            );
-            let now = engine.now();
+    }
+
+    /// Ok(true) when the job was handed to the recorder (which releases it).
+    async fn try_deliver(&self, job: &Job) -> StoreResult<bool> {
+        let engine = &self.engine;
+        let now = engine.now();
+        let message = match message_id_of(job) {
+            Some(id) => engine.store.message(id).await?,
+            None => None,
+        };
+        let Some(msg) = message else {
             let mut tx = engine.store.begin().await?;
-            messages::set_status(&mut tx, msg.id, SENDING, Some(&reply), true, now).await?;
-            if first_attempt {
-                messages::add_history(&mut tx, msg.id, SENDING, None, now).await?;
+            let reason = "the job names no existing message";
+            if jobs::fail(&mut tx, job.id, job.lease_token, reason, now).await? {
+                tx.commit().await?;
             }
-            messages::add_history(&mut tx, msg.id, SENDING, Some(&detail), now).await?;
-            jobs::retry(
-                &mut tx,
-                job.id,
-                now + delay.as_millis() as Millis,
-                &reply,
-                now,
-            )
-            .await?;
-            tx.commit().await
+            return Ok(false);
+        };
+        if msg.status.is_done() {
+            // Done already (e.g. the ack of an earlier run was lost): ack without sending again.
+            let mut tx = engine.store.begin().await?;
+            if jobs::complete(&mut tx, job.id, job.lease_token).await? {
+                tx.commit().await?;
+            }
+            return Ok(false);
         }
+        if job.attempts > job.max_attempts {
+            let reason = format!(
+                "gave up after {} attempts: the worker delivering it stopped (crashed or lost its lease) \
+                 before recording an outcome",
+                job.max_attempts
+            );
+            self.finish_failed(job, &msg, &reason, JobEnd::DeadLetter)
+                .await?;
+            return Ok(false);
+        }
+        let key = msg.id.to_string();
+        if let Transport::Outbox(outbox) = &engine.transport
+            && outbox.path_for(&key).is_ok_and(|p| p.exists())
+        {
+            let reply = "recovered: the message was already in the outbox";
+            record_sent(engine, &[self.sent_done(job, &msg, reply, now)]).await;
+            return Ok(false);
+        }
+        // No write before the handoff: SENT, its history and the ack are recorded together
+        // afterwards. The status stays PENDING (or SENDING while retrying) until then.
+        engine.throttle.acquire(msg.project_id).await;
+        let raw = match build_signed(engine, &msg).await {
+            Ok(raw) => raw,
+            Err(reason) => {
+                self.finish_failed(job, &msg, &reason, JobEnd::Ack).await?;
+                return Ok(false);
+            }
+        };
+        if !self.still_holds(job).await? {
+            tracing::warn!(job = %job.id, message = %msg.id, "lease lost before the handoff; not sending");
+            return Ok(false);
+        }
+        let envelope = Envelope {
+            mail_from: msg.from_email.clone(),
+            rcpt_to: vec![msg.to_email.clone()],
+        };
+        match engine.transport.send(&key, &envelope, &raw).await {
+            Ok(reply) => {
+                engine.throttle.reward(msg.project_id);
+                let sent = self.sent_done(job, &msg, &reply, now);
+                if self.done.send(sent).await.is_err() {
+                    tracing::error!(message = %msg.id, "the completion recorder stopped; the job will be retried");
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            Err(TransportError::Permanent(reply)) => {
+                self.finish_failed(job, &msg, &reply, JobEnd::Ack).await?;
+                Ok(false)
+            }
+            Err(TransportError::Transient(reply)) => {
+                self.retry_later(job, &msg, &reply).await?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Whether the lease is ours (last heartbeat and the database) for at least a third of
+    /// the lease time from now: long enough for the handoff, which the heartbeat then covers.
+    async fn still_holds(&self, job: &Job) -> StoreResult<bool> {
+        if !self.leases.holds(job.id, job.lease_token) {
+            return Ok(false);
+        }
+        let margin = (self.engine.settings.send_lease / 3).as_millis() as Millis;
+        self.engine
+            .store
+            .lease_held(job.id, job.lease_token, self.engine.now() + margin)
+            .await
+    }
+
+    fn sent_done(&self, job: &Job, msg: &Message, reply: &str, started_at: Millis) -> SentDone {
+        SentDone {
+            job_id: job.id,
+            lease_token: job.lease_token,
+            message_id: msg.id,
+            template_id: msg.template_id,
+            subject: msg.subject.clone(),
+            reply: reply.to_owned(),
+            started_at,
+            first_attempt: msg.status == MessageStatus::Pending,
+        }
+    }
+
+    /// A transient failure: another attempt later, or FAILED at the attempt limit.
+    async fn retry_later(&self, job: &Job, msg: &Message, reply: &str) -> StoreResult<()> {
+        let engine = &self.engine;
+        if reply.starts_with('4') {
+            engine.throttle.penalize(msg.project_id);
+        }
+        if job.attempts >= job.max_attempts {
+            let reason = format!("gave up after {} attempts: {reply}", job.attempts);
+            return self.finish_failed(job, msg, &reason, JobEnd::Ack).await;
+        }
+        let delay = backoff(engine.settings.send_retry_base, job.attempts);
+        let detail = format!(
+            "attempt {} failed: {reply}; retrying in {:.1} s",
+            job.attempts,
+            delay.as_secs_f64()
+        );
+        let now = engine.now();
+        let run_at = now + delay.as_millis() as Millis;
+        let mut tx = engine.store.begin().await?;
+        if !jobs::retry(&mut tx, job.id, job.lease_token, run_at, reply, now).await? {
+            tracing::warn!(job = %job.id, "lease lost; the retry is not recorded");
+            return Ok(());
+        }
+        let sending = MessageStatus::Sending;
+        if messages::set_status(&mut tx, msg.id, sending, Some(reply), true, now).await? {
+            if msg.status == MessageStatus::Pending {
+                messages::add_history(&mut tx, msg.id, sending, None, now).await?;
+            }
+            messages::add_history(&mut tx, msg.id, sending, Some(&detail), now).await?;
+        }
+        tx.commit().await
+    }
+
+    /// FAILED with `reason`, and the job acked or dead-lettered, if the lease is still ours.
+    async fn finish_failed(
+        &self,
+        job: &Job,
+        msg: &Message,
+        reason: &str,
+        end: JobEnd,
+    ) -> StoreResult<()> {
+        let now = self.engine.now();
+        let mut tx = self.engine.store.begin().await?;
+        let ours = match end {
+            JobEnd::Ack => jobs::complete(&mut tx, job.id, job.lease_token).await?,
+            JobEnd::DeadLetter => jobs::fail(&mut tx, job.id, job.lease_token, reason, now).await?,
+        };
+        if !ours {
+            tracing::warn!(job = %job.id, "lease lost; the failure is not recorded");
+            return Ok(());
+        }
+        let failed = MessageStatus::Failed;
+        if messages::set_status(&mut tx, msg.id, failed, Some(reason), true, now).await? {
+            if msg.status == MessageStatus::Pending {
+                messages::add_history(&mut tx, msg.id, MessageStatus::Sending, None, now).await?;
+            }
+            messages::add_history(&mut tx, msg.id, failed, Some(reason), now).await?;
+        }
+        tx.commit().await
     }
 }
 
@@ -284,58 +352,6 @@ async fn build_signed(engine: &Engine, msg: &Message) -> Result<Vec<u8>, String>
     tokio::task::spawn_blocking(move || compose(&msg, &signer, now).map_err(|e| e.0))
         .await
         .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
-}
-
-/// Runs the send while extending the job's lease, so a slow handoff is not taken over.
-async fn with_heartbeat<T>(
-    engine: &Engine,
-    job: &Job,
-    send: impl std::future::Future<Output = T>,
-) -> T {
-    let lease = engine.settings.send_lease;
-    let mut tick = tokio::time::interval(lease / 3);
-    tick.tick().await;
-    tokio::pin!(send);
-    loop {
-        tokio::select! {
-            out = &mut send => return out,
-            _ = tick.tick() => {
-                let until = engine.now() + lease.as_millis() as Millis;
-                if let Err(e) = engine.store.extend_lease(job.id, until).await {
-                    tracing::warn!(job = %job.id, error = %e, "extending a send lease failed");
-                }
-            }
-        }
-    }
-}
-
-/// Records one accepted delivery right away (outbox recovery), through the same path as the
-/// group commit.
-async fn finish_sent(engine: &Engine, job: &Job, msg: &Message, reply: &str) -> StoreResult<()> {
-    let done = SentDone {
-        job_id: job.id,
-        message_id: msg.id,
-        project_id: msg.project_id,
-        contact_id: msg.contact_id,
-        template_id: msg.template_id,
-        subject: msg.subject.clone(),
-        reply: reply.to_owned(),
-        started_at: engine.now(),
-        first_attempt: msg.status == PENDING,
-    };
-    record_sent(engine, std::slice::from_ref(&done)).await
-}
-
-async fn finish_failed(engine: &Engine, job: &Job, msg: &Message, reason: &str) -> StoreResult<()> {
-    let now = engine.now();
-    let mut tx = engine.store.begin().await?;
-    if msg.status == PENDING {
-        messages::add_history(&mut tx, msg.id, SENDING, None, now).await?;
-    }
-    messages::set_status(&mut tx, msg.id, FAILED, Some(reason), true, now).await?;
-    messages::add_history(&mut tx, msg.id, FAILED, Some(reason), now).await?;
-    jobs::complete(&mut tx, job.id).await?;
-    tx.commit().await
 }
 
 #[cfg(test)]

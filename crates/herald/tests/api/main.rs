@@ -10,6 +10,8 @@ mod crash;
 mod domains;
 mod errors;
 mod fields;
+mod isolation;
+mod leases;
 mod outbox;
 mod sending;
 mod templates;

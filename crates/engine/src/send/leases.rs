@@ -1,0 +1,97 @@
+//! The leases a node's send worker holds, kept alive by one heartbeat.
+//!
+//! Invariants: a job is registered here from its claim until its last write (ack, retry,
+//! dead letter, or the group-commit record of its delivery), so its lease is extended every
+//! third of the lease the whole time: throttle waits, composing and signing, the handoff and
+//! the wait for the recorder included. Each heartbeat extends every held lease in one
+//! statement per 100 jobs, fenced by the claim's token; a job whose lease was taken over is
+//! dropped from the registry and [`Leases::holds`] answers false for it, so its worker stops
+//! before the handoff.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use herald_core::ids::Uuid;
+use herald_core::time::Millis;
+use tokio::sync::watch;
+
+use crate::Engine;
+
+#[derive(Default)]
+pub(crate) struct Leases {
+    /// Job id to the token of our claim.
+    held: Mutex<HashMap<Uuid, Uuid>>,
+}
+
+impl Leases {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Uuid>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn hold(&self, job: Uuid, token: Uuid) {
+        self.map().insert(job, token);
+    }
+
+    /// Forgets a job whose last write was made (or abandoned).
+    pub(crate) fn release(&self, job: Uuid) {
+        self.map().remove(&job);
+    }
+
+    /// Whether the last heartbeat still found the job ours.
+    pub(crate) fn holds(&self, job: Uuid, token: Uuid) -> bool {
+        self.map().get(&job) == Some(&token)
+    }
+
+    fn snapshot(&self) -> Vec<(Uuid, Uuid)> {
+        self.map().iter().map(|(j, t)| (*j, *t)).collect()
+    }
+
+    /// Extends every held lease to `until`; drops the ones taken over meanwhile.
+    async fn beat(&self, engine: &Engine, until: Millis) {
+        let held = self.snapshot();
+        if held.is_empty() {
+            return;
+        }
+        match engine.store.extend_leases(&held, until).await {
+            Ok(kept) => {
+                let mut map = self.map();
+                for (job, token) in held {
+                    if !kept.contains(&job) && map.get(&job) == Some(&token) {
+                        tracing::warn!(job = %job, "a send lease was taken over; its worker stops");
+                        map.remove(&job);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, count = held.len(), "extending send leases failed")
+            }
+        }
+    }
+}
+
+/// How often the heartbeat runs: a third of the lease, so two beats may fail before a lease
+/// can expire.
+pub(crate) fn heartbeat_every(lease: Duration) -> Duration {
+    (lease / 3).max(Duration::from_millis(100))
+}
+
+/// Extends the held leases every third of the lease until `stop` turns true.
+pub(crate) async fn run_heartbeat(
+    engine: Engine,
+    leases: std::sync::Arc<Leases>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let lease = engine.settings.send_lease;
+    let mut tick = tokio::time::interval(heartbeat_every(lease));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let until = engine.now() + lease.as_millis() as Millis;
+                leases.beat(&engine, until).await;
+            }
+            _ = stop.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! Store-level delivery guarantees, driven with explicit `now` arguments and the test clock:
+//! message status only moves forward; a worker whose lease was taken over can neither ack nor
+//! change anything; a job claimed and abandoned again and again ends FAILED at the limit.
+
+use std::time::Duration;
+
+use herald::Application;
+use herald_core::ids::{Uuid, new_id};
+use herald_core::time::Millis;
+use herald_store::jobs;
+use herald_store::messages::{self, MessageStatus, NewMessage, SentRecord};
+use serde_json::json;
+
+use crate::both_engines;
+use crate::helpers::{Engine, TestApp};
+
+both_engines!(
+    status_only_moves_forward_in_the_store,
+    a_stale_worker_can_neither_ack_nor_change_status,
+    a_job_abandoned_at_every_claim_ends_failed_at_the_limit,
+);
+
+const KIND: &str = "send";
+const LEASE_MS: i64 = 10_000;
+
+/// A PENDING message of a fresh project and its queued send job.
+async fn queued_message(app: &TestApp, max_attempts: i32, now: Millis) -> (Uuid, Uuid) {
+    let project: Uuid = app.project().await.id.parse().expect("project id");
+    let id = new_id();
+    let mut tx = app.store.begin().await.expect("begin");
+    messages::insert(
+        &mut tx,
+        &NewMessage {
+            id,
+            project_id: project,
+            contact_id: None,
+            template_id: None,
+            source: "transactional",
+            status: MessageStatus::Pending,
+            from_email: "a@acme-mail.com",
+            from_name: None,
+            reply_to: None,
+            to_email: "b@example.org",
+            to_name: None,
+            subject: "S",
+            html: "<p>B</p>",
+            headers: &json!({}),
+            attachments: &json!([]),
+            message_id_header: "x@acme-mail.com",
+            detail: None,
+            now,
+        },
+    )
+    .await
+    .expect("insert");
+    let job = jobs::enqueue(
+        &mut tx,
+        Some(project),
+        KIND,
+        &json!({"messageId": id}),
+        now,
+        max_attempts,
+    )
+    .await
+    .expect("enqueue");
+    tx.commit().await.expect("commit");
+    (id, job)
+}
+
+async fn status(app: &TestApp, id: Uuid) -> MessageStatus {
+    app.store
+        .message(id)
+        .await
+        .expect("read")
+        .expect("message")
+        .status
+}
+
+async fn set(app: &TestApp, id: Uuid, to: MessageStatus) -> bool {
+    let mut tx = app.store.begin().await.expect("begin");
+    let moved = messages::set_status(&mut tx, id, to, None, false, app.clock_now())
+        .await
+        .expect("set status");
+    tx.commit().await.expect("commit");
+    moved
+}
+
+trait ClockNow {
+    fn clock_now(&self) -> Millis;
+}
+
+impl ClockNow for TestApp {
+    fn clock_now(&self) -> Millis {
+        herald_core::clock::Clock::now(&*self.clock)
+    }
+}
+
+async fn status_only_moves_forward_in_the_store(engine: Engine) {
+    use MessageStatus::*;
+    let app = engine.app_with(|c| c.workers = false).await;
+    let (id, _) = queued_message(&app, 3, app.clock_now()).await;
+    assert!(set(&app, id, Sending).await);
+    assert!(set(&app, id, Sent).await);
+    for back in [Pending, Sending, Sent, Failed, Suppressed] {
+        assert!(!set(&app, id, back).await, "SENT must not move to {back}");
+        assert_eq!(status(&app, id).await, Sent);
+    }
+    assert!(set(&app, id, Clicked).await);
+    assert!(
+        !set(&app, id, Opened).await,
+        "CLICKED must not move back to OPENED"
+    );
+    assert!(set(&app, id, Complained).await);
+    assert_eq!(status(&app, id).await, Complained);
+
+    let (failed, _) = queued_message(&app, 3, app.clock_now()).await;
+    assert!(set(&app, failed, Failed).await);
+    for to in MessageStatus::ALL {
+        assert!(!set(&app, failed, to).await, "FAILED is terminal, not {to}");
+    }
+    assert_eq!(status(&app, failed).await, Failed);
+}
+
+fn sent_record(job: Uuid, token: Uuid, message: Uuid, now: Millis) -> SentRecord<'static> {
+    SentRecord {
+        job_id: job,
+        lease_token: token,
+        message_id: message,
+        template_id: None,
+        subject: "S",
+        reply: "250 ok",
+        started_at: now,
+        first_attempt: true,
+    }
+}
+
+async fn a_stale_worker_can_neither_ack_nor_change_status(engine: Engine) {
+    let app = engine.app_with(|c| c.workers = false).await;
+    let t0 = app.clock_now();
+    let (msg, job) = queued_message(&app, 5, t0).await;
+
+    let first = app
+        .store
+        .claim_jobs(KIND, 10, t0, LEASE_MS)
+        .await
+        .expect("claim");
+    assert_eq!(first.len(), 1);
+    let stale = first[0].lease_token;
+    assert!(app.store.lease_held(job, stale, t0).await.expect("held"));
+    assert!(
+        app.store
+            .claim_jobs(KIND, 10, t0 + LEASE_MS - 1, LEASE_MS)
+            .await
+            .expect("claim")
+            .is_empty(),
+        "a live lease is not taken over"
+    );
+    // The first worker stalls past its lease; another takes the job over.
+    let t1 = t0 + LEASE_MS + 1;
+    let second = app
+        .store
+        .claim_jobs(KIND, 10, t1, LEASE_MS)
+        .await
+        .expect("claim");
+    assert_eq!(second.len(), 1);
+    let fresh = second[0].lease_token;
+    assert_ne!(fresh, stale, "every claim has a fresh owner token");
+    assert_eq!(second[0].attempts, 2, "a re-claim counts an attempt");
+
+    // The stale worker: nothing it does changes anything.
+    assert!(!app.store.lease_held(job, stale, t1).await.expect("held"));
+    assert!(
+        app.store
+            .extend_leases(&[(job, stale)], t1 + 60_000)
+            .await
+            .expect("extend")
+            .is_empty()
+    );
+    let mut tx = app.store.begin().await.expect("begin");
+    assert!(!jobs::complete(&mut tx, job, stale).await.expect("ack"));
+    assert!(
+        !jobs::retry(&mut tx, job, stale, t1, "x", t1)
+            .await
+            .expect("retry")
+    );
+    assert!(
+        !jobs::fail(&mut tx, job, stale, "x", t1)
+            .await
+            .expect("fail")
+    );
+    let recorded = messages::record_sent(&mut tx, &[sent_record(job, stale, msg, t1)], t1)
+        .await
+        .expect("record");
+    assert!(recorded.is_empty(), "a stale record is skipped");
+    tx.commit().await.expect("commit");
+    assert_eq!(status(&app, msg).await, MessageStatus::Pending);
+    assert!(
+        app.store
+            .message_history(msg)
+            .await
+            .expect("history")
+            .is_empty()
+    );
+    assert!(
+        app.store.lease_held(job, fresh, t1).await.expect("held"),
+        "the stale worker's calls left the new owner's lease alone"
+    );
+
+    // The new owner records the delivery.
+    let extended = app
+        .store
+        .extend_leases(&[(job, fresh)], t1 + 2 * LEASE_MS)
+        .await
+        .expect("extend");
+    assert_eq!(extended, vec![job]);
+    let mut tx = app.store.begin().await.expect("begin");
+    let recorded = messages::record_sent(&mut tx, &[sent_record(job, fresh, msg, t1)], t1)
+        .await
+        .expect("record");
+    tx.commit().await.expect("commit");
+    assert_eq!(recorded, vec![msg]);
+    assert_eq!(status(&app, msg).await, MessageStatus::Sent);
+    assert!(
+        app.store.job_state(job).await.expect("job").is_none(),
+        "acked"
+    );
+}
+
+async fn a_job_abandoned_at_every_claim_ends_failed_at_the_limit(engine: Engine) {
+    let app = engine.app_with(|c| c.workers = false).await;
+    let t0 = app.clock_now();
+    let (msg, job) = queued_message(&app, 3, t0).await;
+    // Three workers claim it and die without a word (kill -9 mid-send, say).
+    for i in 0..3 {
+        let now = t0 + i * (LEASE_MS + 1);
+        let claimed = app
+            .store
+            .claim_jobs(KIND, 10, now, LEASE_MS)
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1, "claim {i}");
+        assert_eq!(claimed[0].attempts, i32::try_from(i + 1).unwrap_or(0));
+    }
+    // A healthy node comes up after the last lease expired: the job is past its limit.
+    app.clock
+        .advance(Duration::from_millis(3 * (LEASE_MS as u64 + 1)));
+    let mut config = app.config.clone();
+    config.workers = true;
+    let worker = Application::build_with_clock(config, app.clock.clone())
+        .await
+        .expect("worker node");
+    tokio::spawn(worker.run_until_stopped(std::future::pending()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while status(&app, msg).await != MessageStatus::Failed {
+        assert!(tokio::time::Instant::now() < deadline, "never FAILED");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let m = app
+        .store
+        .message(msg)
+        .await
+        .expect("read")
+        .expect("message");
+    let reason = m.last_error.unwrap_or_default();
+    assert!(reason.contains("gave up after 3 attempts"), "{reason}");
+    let history = app.store.message_history(msg).await.expect("history");
+    assert_eq!(
+        history.last().map(|h| h.status),
+        Some(MessageStatus::Failed),
+        "{history:?}"
+    );
+    let (state, attempts) = app
+        .store
+        .job_state(job)
+        .await
+        .expect("job")
+        .expect("dead letter kept");
+    assert_eq!(state, "failed");
+    assert_eq!(attempts, 4);
+}
