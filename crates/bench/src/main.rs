@@ -17,6 +17,7 @@
 mod contacts;
 mod send;
 mod server;
+mod signing;
 
 use anyhow::{Context, bail, ensure};
 
