@@ -10,6 +10,8 @@ mod crash;
 mod domains;
 mod errors;
 mod fields;
+mod international;
+mod nul_input;
 mod outbox;
 mod sending;
 mod templates;
