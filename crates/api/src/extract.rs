@@ -1,12 +1,21 @@
 //! Request extractors that fail with the error envelope: JSON bodies (400 for malformed JSON,
 //! 415 for another content type, 413 when too large, 422 with a field path for wrong types),
 //! ids in paths (malformed ids are simply not found), and query strings.
+//!
+//! Invariant: no string containing U+0000 gets past this module. A NUL anywhere in a JSON body
+//! (any key or string value, at any depth, known field or not) or in a query parameter (key or
+//! value, on every route: [`refuse_nul_in_url`] runs for all of them, and checks the path too) is a 422
+//! `VALIDATION_ERROR` with code `invalid_characters` and the field's dot path, before any
+//! handler or store sees it. PostgreSQL cannot store NUL in text and SQLite would, so refusing
+//! it here is what makes both engines answer alike.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use herald_core::ids::Uuid;
 use serde::de::DeserializeOwned;
 
@@ -62,6 +71,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if !value.is_object() {
         return Err(ApiError::bad_request("The JSON body must be an object"));
     }
+    if let Some(field) = nul_path(&value) {
+        return Err(nul_error(field));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };
@@ -88,10 +100,78 @@ impl<S: Send + Sync> FromRequestParts<S> for RawQuery {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let q = parts.uri.query().unwrap_or("");
-        let pairs = form_pairs(q);
-        Ok(RawQuery(pairs))
+        checked_query(parts.uri.query().unwrap_or("")).map(RawQuery)
     }
+}
+
+/// Middleware for every route: a NUL in any query parameter is refused, also where the
+/// handler reads no query at all, with the same check [`RawQuery`] applies; so is a `%00` in
+/// the path (a path segment such as a field name may reach the store), reported as `path`.
+pub async fn refuse_nul_in_url(req: Request, next: Next) -> Response {
+    if req.uri().path().contains("%00") {
+        return nul_error("path".to_owned()).into_response();
+    }
+    match req.uri().query().map(checked_query) {
+        Some(Err(e)) => e.into_response(),
+        _ => next.run(req).await,
+    }
+}
+
+/// The decoded query pairs, or the 422 for the first parameter holding a NUL.
+fn checked_query(q: &str) -> Result<Vec<(String, String)>, ApiError> {
+    let pairs = form_pairs(q);
+    match pairs
+        .iter()
+        .find(|(k, v)| k.contains('\0') || v.contains('\0'))
+    {
+        Some((k, _)) => Err(nul_error(escape_nul(k))),
+        None => Ok(pairs),
+    }
+}
+
+fn nul_error(field: String) -> ApiError {
+    ApiError::field(
+        field,
+        "must not contain NUL characters (U+0000)",
+        "invalid_characters",
+    )
+}
+
+/// A key as it appears in a field path, with any NUL written as `\u0000`.
+fn escape_nul(key: &str) -> String {
+    key.replace('\0', "\\u0000")
+}
+
+/// The dot path (`data.tags.2`, `headers.X-Note`) of the first key or string holding a NUL.
+fn nul_path(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    fn join(parent: &str, key: &str) -> String {
+        if parent.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{parent}.{key}")
+        }
+    }
+    // serde_json limits nesting to 128 levels, so this recursion is bounded.
+    fn walk(value: &Value, path: &str) -> Option<String> {
+        match value {
+            Value::String(s) if s.contains('\0') => Some(path.to_owned()),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| walk(v, &join(path, &i.to_string()))),
+            Value::Object(map) => map.iter().find_map(|(k, v)| {
+                let here = join(path, &escape_nul(k));
+                if k.contains('\0') {
+                    Some(here)
+                } else {
+                    walk(v, &here)
+                }
+            }),
+            _ => None,
+        }
+    }
+    walk(value, "")
 }
 
 impl RawQuery {
@@ -165,5 +245,37 @@ mod tests {
         assert_eq!(p[2], ("x".into(), "%zz".into()));
         assert_eq!(p[3], ("y".into(), "%4".into()));
         assert_eq!(p[4], ("z".into(), "%é".into()));
+    }
+
+    #[test]
+    fn a_nul_anywhere_in_json_is_refused_with_its_path() {
+        let cases = [
+            (r#"{"name":"a\u0000b"}"#, "name"),
+            (
+                r#"{"data":{"plan":{"tags":["ok","x\u0000"]}}}"#,
+                "data.plan.tags.1",
+            ),
+            (r#"{"data":{"k\u0000":1}}"#, "data.k\\u0000"),
+            (r#"{"unknown":[{"deep":"\u0000"}]}"#, "unknown.0.deep"),
+        ];
+        for (body, field) in cases {
+            let err = parse_json::<serde_json::Value>(body.as_bytes()).unwrap_err();
+            assert_eq!(err.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+            assert_eq!(err.errors.len(), 1, "{body}");
+            assert_eq!(err.errors[0].field, field, "{body}");
+            assert_eq!(err.errors[0].code, "invalid_characters", "{body}");
+        }
+        // Escaped text that only looks like a NUL is fine.
+        assert!(parse_json::<serde_json::Value>(br#"{"a":"\\u0000","b":"%00"}"#).is_ok());
+    }
+
+    #[test]
+    fn a_nul_in_a_query_key_or_value_is_refused() {
+        let err = checked_query("limit=5&search=a%00b").unwrap_err();
+        assert_eq!(err.errors[0].field, "search");
+        assert_eq!(err.errors[0].code, "invalid_characters");
+        let err = checked_query("ty%00pe=x").unwrap_err();
+        assert_eq!(err.errors[0].field, "ty\\u0000pe");
+        assert_eq!(checked_query("search=a%2500").unwrap()[0].1, "a%00");
     }
 }

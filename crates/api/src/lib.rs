@@ -55,6 +55,8 @@ pub fn router(state: AppState) -> Router {
     )
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
+    // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.
+    .layer(middleware::from_fn(extract::refuse_nul_in_url))
     .layer(middleware::from_fn_with_state(
         state.clone(),
         auth::authenticate,

@@ -1,5 +1,11 @@
 //! `EmailAddress`: a trimmed, lower-cased address that passed syntax checks. Once a value of
 //! this type exists it is safe to put in a header (no CR, LF or other control characters).
+//!
+//! International addresses: the domain may be given in Unicode (`user@bücher.example`); it is
+//! stored as given (lower-cased) and must convert to IDNA A-labels. What goes on the wire
+//! (SMTP envelope and headers) is [`with_ascii_domain`]'s form, `user@xn--bcher-kva.example`,
+//! computed in this one place. A non-ASCII local part cannot be converted: it needs a relay
+//! that offers SMTPUTF8 (RFC 6531).
 
 use std::fmt;
 
@@ -31,7 +37,7 @@ impl EmailAddress {
             return Err(EmailError::ControlCharacters);
         }
         let (local, domain) = s.rsplit_once('@').ok_or(EmailError::Invalid)?;
-        if !valid_local(local) || !valid_domain(domain) {
+        if !valid_local(local) || !valid_domain(domain) || domain_to_ascii(domain).is_err() {
             return Err(EmailError::Invalid);
         }
         Ok(Self(s.to_lowercase()))
@@ -51,6 +57,37 @@ impl EmailAddress {
 
     pub fn into_string(self) -> String {
         self.0
+    }
+
+    /// The address with its domain as IDNA A-labels: the form for SMTP and headers.
+    pub fn ascii_domain_form(&self) -> String {
+        with_ascii_domain(&self.0).unwrap_or_else(|_| self.0.clone())
+    }
+
+    /// True when the local part is not ASCII, so sending needs SMTPUTF8.
+    pub fn needs_smtputf8(&self) -> bool {
+        !self.local_part().is_ascii()
+    }
+}
+
+/// `local@domain` with the domain converted to IDNA A-labels (`bücher.example` becomes
+/// `xn--bcher-kva.example`); the local part is kept as given. An ASCII domain is returned
+/// unchanged (also an address literal such as `[127.0.0.1]`).
+pub fn with_ascii_domain(address: &str) -> Result<String, EmailError> {
+    let (local, domain) = address.rsplit_once('@').ok_or(EmailError::Invalid)?;
+    if domain.is_ascii() {
+        return Ok(address.to_owned());
+    }
+    Ok(format!("{local}@{}", domain_to_ascii(domain)?))
+}
+
+/// A domain as IDNA A-labels (UTS 46, strict: letters, digits and hyphens, DNS lengths).
+pub fn domain_to_ascii(domain: &str) -> Result<String, EmailError> {
+    let ascii = idna::domain_to_ascii_strict(domain).map_err(|_| EmailError::Invalid)?;
+    if valid_domain(&ascii) {
+        Ok(ascii)
+    } else {
+        Err(EmailError::Invalid)
     }
 }
 
@@ -121,6 +158,22 @@ mod tests {
         ] {
             assert!(EmailAddress::parse(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn international_domains_become_a_labels() {
+        let e = EmailAddress::parse("User@Bücher.Example").unwrap();
+        assert_eq!(e.as_str(), "user@bücher.example");
+        assert_eq!(e.ascii_domain_form(), "user@xn--bcher-kva.example");
+        assert!(!e.needs_smtputf8());
+        let e = EmailAddress::parse("josé@例え.テスト").unwrap();
+        assert_eq!(e.ascii_domain_form(), "josé@xn--r8jz45g.xn--zckzah");
+        assert!(e.needs_smtputf8());
+        assert_eq!(with_ascii_domain("a@example.com").unwrap(), "a@example.com");
+        assert_eq!(with_ascii_domain("a@[127.0.0.1]").unwrap(), "a@[127.0.0.1]");
+        // A Unicode label that is not a valid IDN, or too long once converted.
+        assert!(EmailAddress::parse("a@b\u{200d}c.example").is_err());
+        assert!(EmailAddress::parse(&format!("a@{}.example", "ü".repeat(60))).is_err());
     }
 
     #[test]

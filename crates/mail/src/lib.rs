@@ -4,6 +4,7 @@
 
 pub mod dkim;
 pub mod dns;
+pub mod header_text;
 pub mod mime;
 pub mod seal;
 pub mod transport;

@@ -4,8 +4,13 @@
 //! - 7-bit ASCII with CRLF line endings; non-ASCII header text is RFC 2047 encoded, filenames
 //!   RFC 2231 encoded; text/html bodies are 7bit, quoted-printable or base64 as lettre finds
 //!   best (after normalising their line endings to CRLF and dropping NULs); attachments are
-//!   always base64. Header lines are folded and no line is longer than 998 bytes (checked,
-//!   [`MimeError::LineTooLong`]).
+//!   always base64. Header lines are folded and no line is longer than 998 bytes, whatever the
+//!   length of a value: one that cannot be folded at its spaces is written as RFC 2047
+//!   encoded-words ([`crate::header_text`]); the whole output is checked
+//!   ([`MimeError::LineTooLong`]).
+//! - Addresses (From, To, Reply-To) carry their domain as IDNA A-labels (punycode,
+//!   [`herald_core::email::with_ascii_domain`]). A non-ASCII local part stays UTF-8 (RFC 6532):
+//!   such a message is the only kind that is not 7-bit, and needs a relay offering SMTPUTF8.
 //! - Structure: `multipart/alternative` (text/plain, then text/html); when inline parts
 //!   (attachments with a `content_id`) exist it is wrapped in `multipart/related`; when regular
 //!   attachments exist the whole is wrapped in `multipart/mixed`. With only one of text/html
@@ -28,6 +33,8 @@ use lettre::message::{
     Attachment as LettreAttachment, Body, Mailbox as LettreMailbox, MultiPart, SinglePart,
 };
 use lettre::{Address, Message};
+
+use crate::header_text::header_value;
 
 /// A display name and address.
 #[derive(Clone, Debug)]
@@ -125,7 +132,9 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "received",
 ];
 
-const MAX_LINE: usize = 998;
+const MAX_LINE: usize = crate::header_text::MAX_LINE;
+/// Longest custom header name (lettre's limit; the API allows no more).
+const MAX_HEADER_NAME: usize = 76;
 const MAX_URL: usize = 900;
 
 fn no_line_break(what: &str, value: &str) -> Result<(), MimeError> {
@@ -136,16 +145,21 @@ fn no_line_break(what: &str, value: &str) -> Result<(), MimeError> {
     }
 }
 
+/// The address with its domain as A-labels, as lettre's type.
+fn address(field: &'static str, email: &str) -> Result<Address, MimeError> {
+    let invalid = || MimeError::InvalidAddress {
+        field,
+        value: email.to_owned(),
+    };
+    herald_core::email::with_ascii_domain(email.trim())
+        .map_err(|_| invalid())?
+        .parse()
+        .map_err(|_| invalid())
+}
+
 fn mailbox(field: &'static str, m: &Mailbox) -> Result<LettreMailbox, MimeError> {
     no_line_break(field, &m.email)?;
-    let address: Address = m
-        .email
-        .trim()
-        .parse()
-        .map_err(|_| MimeError::InvalidAddress {
-            field,
-            value: m.email.clone(),
-        })?;
+    let address = address(field, &m.email)?;
     let name = match &m.name {
         Some(n) => {
             no_line_break(field, n)?;
@@ -168,10 +182,11 @@ fn check_msg_id(value: &str) -> bool {
     }
 }
 
-/// RFC 5322 field name: printable ASCII except ':'.
+/// RFC 5322 field name: printable ASCII except ':', short enough to leave room for a value
+/// on its line.
 fn check_header_name(name: &str) -> Result<HeaderName, MimeError> {
     let ok = !name.is_empty()
-        && name.len() <= 76
+        && name.len() <= MAX_HEADER_NAME
         && name.bytes().all(|b| (33..=126).contains(&b) && b != b':');
     if !ok {
         return Err(MimeError::InvalidHeaderName(name.to_owned()));
@@ -182,7 +197,7 @@ fn check_header_name(name: &str) -> Result<HeaderName, MimeError> {
 
 fn raw_header(name: &str, value: &str) -> Result<HeaderValue, MimeError> {
     no_line_break(name, value)?;
-    Ok(HeaderValue::new(check_header_name(name)?, value.to_owned()))
+    Ok(header_value(check_header_name(name)?, value))
 }
 
 fn system_time(date: &chrono::DateTime<chrono::Utc>) -> Result<SystemTime, MimeError> {
@@ -280,7 +295,10 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
     let mut builder = Message::builder()
         .from(mailbox("From", &msg.from)?)
         .to(mailbox("To", &msg.to)?)
-        .subject(msg.subject.clone())
+        .raw_header(header_value(
+            HeaderName::new_from_ascii_str("Subject"),
+            &msg.subject,
+        ))
         .date(system_time(&msg.date)?)
         .message_id(Some(format!("<{message_id}>")));
 
@@ -293,7 +311,8 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
                 field: "Reply-To",
                 value: reply_to.clone(),
             })?;
-        builder = builder.reply_to(mb);
+        let email = address("Reply-To", &mb.email.to_string())?;
+        builder = builder.reply_to(LettreMailbox::new(mb.name, email));
     }
 
     if let Some(lu) = &msg.list_unsubscribe {
@@ -365,455 +384,4 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-    use chrono::TimeZone;
-    use mail_parser::{MessageParser, MimeHeaders};
-
-    fn base() -> OutgoingMessage {
-        OutgoingMessage {
-            message_id: "0192f00d-1111-7000-8000-000000000042@mail.example.com".into(),
-            date: chrono::Utc.with_ymd_and_hms(2025, 3, 4, 5, 6, 7).unwrap(),
-            from: Mailbox {
-                name: Some("Acme News".into()),
-                email: "news@example.com".into(),
-            },
-            to: Mailbox {
-                name: Some("Jane Doe".into()),
-                email: "jane@example.org".into(),
-            },
-            reply_to: None,
-            subject: "Hello".into(),
-            html: "<p>Hi</p>".into(),
-            text: "Hi".into(),
-            headers: vec![],
-            list_unsubscribe: None,
-            attachments: vec![],
-        }
-    }
-
-    fn check_wire_format(raw: &[u8]) {
-        assert!(raw.is_ascii(), "output must be 7-bit");
-        for (i, b) in raw.iter().enumerate() {
-            if *b == b'\n' {
-                assert!(i > 0 && raw[i - 1] == b'\r', "bare LF at {i}");
-            }
-            if *b == b'\r' {
-                assert_eq!(raw.get(i + 1), Some(&b'\n'), "bare CR at {i}");
-            }
-        }
-        for line in raw.split(|&b| b == b'\n') {
-            assert!(line.len() <= 999, "line too long");
-        }
-    }
-
-    fn count_header(raw: &[u8], name: &str) -> usize {
-        let text = String::from_utf8_lossy(raw);
-        let head = text.split("\r\n\r\n").next().unwrap();
-        head.split("\r\n")
-            .filter(|l| {
-                l.split_once(':')
-                    .is_some_and(|(n, _)| n.eq_ignore_ascii_case(name))
-            })
-            .count()
-    }
-
-    #[test]
-    fn simple_alternative_with_headers() {
-        let mut m = base();
-        m.reply_to = Some("Support <support@example.com>".into());
-        m.list_unsubscribe = Some(ListUnsubscribe {
-            url: "https://herald.example.com/unsubscribe/abc.def".into(),
-            one_click: true,
-        });
-        m.headers = vec![("X-Campaign-Id".into(), "c-42".into())];
-        m.text = "line one\nline two\n".into();
-        let raw = build(&m).unwrap();
-        check_wire_format(&raw);
-        for h in [
-            "From",
-            "To",
-            "Subject",
-            "Date",
-            "Message-ID",
-            "MIME-Version",
-        ] {
-            assert_eq!(count_header(&raw, h), 1, "{h}");
-        }
-
-        let p = MessageParser::default().parse(&raw).unwrap();
-        assert_eq!(p.subject(), Some("Hello"));
-        let from = p.from().unwrap().first().unwrap();
-        assert_eq!(from.name(), Some("Acme News"));
-        assert_eq!(from.address(), Some("news@example.com"));
-        let to = p.to().unwrap().first().unwrap();
-        assert_eq!(to.address(), Some("jane@example.org"));
-        assert_eq!(
-            p.reply_to().unwrap().first().unwrap().address(),
-            Some("support@example.com")
-        );
-        assert_eq!(
-            p.message_id(),
-            Some("0192f00d-1111-7000-8000-000000000042@mail.example.com")
-        );
-        assert_eq!(p.date().unwrap().to_rfc3339(), "2025-03-04T05:06:07Z");
-        assert_eq!(
-            p.header_raw("List-Unsubscribe").unwrap().trim(),
-            "<https://herald.example.com/unsubscribe/abc.def>"
-        );
-        assert_eq!(
-            p.header_raw("List-Unsubscribe-Post").unwrap().trim(),
-            "List-Unsubscribe=One-Click"
-        );
-        assert_eq!(p.header_raw("X-Campaign-Id").unwrap().trim(), "c-42");
-
-        let ct = p.content_type().unwrap();
-        assert_eq!(ct.ctype(), "multipart");
-        assert_eq!(ct.subtype(), Some("alternative"));
-        assert_eq!(p.text_body_count(), 1);
-        assert_eq!(p.html_body_count(), 1);
-        assert_eq!(
-            p.body_text(0).unwrap().replace("\r\n", "\n"),
-            "line one\nline two\n"
-        );
-        assert_eq!(p.body_html(0).unwrap(), "<p>Hi</p>");
-        assert_eq!(p.attachment_count(), 0);
-        // text/plain comes first.
-        let text = String::from_utf8_lossy(&raw);
-        assert!(text.find("text/plain").unwrap() < text.find("text/html").unwrap());
-    }
-
-    #[test]
-    fn no_one_click_header_without_one_click() {
-        let mut m = base();
-        m.list_unsubscribe = Some(ListUnsubscribe {
-            url: "mailto:unsub@example.com".into(),
-            one_click: false,
-        });
-        let raw = build(&m).unwrap();
-        let p = MessageParser::default().parse(&raw).unwrap();
-        assert!(p.header_raw("List-Unsubscribe").is_some());
-        assert!(p.header_raw("List-Unsubscribe-Post").is_none());
-    }
-
-    #[test]
-    fn unicode_subject_names_and_long_lines() {
-        let mut m = base();
-        m.subject = "Grüße aus Köln — 日本語のテキスト 🎉 "
-            .repeat(6)
-            .trim()
-            .to_owned();
-        m.from.name = Some("Zoë Æther, \"Ltd\"".into());
-        m.to.name = Some("Łukasz Żółć".into());
-        m.text = format!("{}\nÉtoile ✨\n", "word ".repeat(400));
-        m.html = format!("<p>{}</p><p>Ünïcödé</p>", "x".repeat(3000));
-        m.headers = vec![("X-Note".into(), "naïve café ".repeat(30))];
-        let raw = build(&m).unwrap();
-        check_wire_format(&raw);
-        let text = String::from_utf8_lossy(&raw);
-        assert!(text.contains("Subject: =?utf-8?"), "RFC 2047 subject");
-
-        let p = MessageParser::default().parse(&raw).unwrap();
-        assert_eq!(p.subject(), Some(m.subject.as_str()));
-        assert_eq!(
-            p.from().unwrap().first().unwrap().name(),
-            Some("Zoë Æther, \"Ltd\"")
-        );
-        assert_eq!(p.to().unwrap().first().unwrap().name(), Some("Łukasz Żółć"));
-        assert_eq!(
-            p.body_text(0).unwrap().replace("\r\n", "\n"),
-            m.text.as_str()
-        );
-        assert_eq!(p.body_html(0).unwrap(), m.html.as_str());
-        // Unknown headers are only RFC 2047-decoded when asked for.
-        let note = MessageParser::new()
-            .header_text(mail_parser::HeaderName::Other("X-Note".into()))
-            .parse(&raw)
-            .unwrap();
-        assert_eq!(
-            note.header("X-Note").unwrap().as_text().unwrap().trim(),
-            m.headers[0].1.trim()
-        );
-    }
-
-    #[test]
-    fn attachments_inline_and_mixed() {
-        let png: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
-        let pdf = b"%PDF-1.4 binary \x00\x01\x02\xff".to_vec();
-        let mut m = base();
-        m.html = "<p><img src=\"cid:logo@herald\"></p>".into();
-        m.attachments = vec![
-            Attachment {
-                filename: "logo.png".into(),
-                content_type: "image/png".into(),
-                content: png.clone(),
-                content_id: Some("logo@herald".into()),
-            },
-            Attachment {
-                filename: "Rechnung März.pdf".into(),
-                content_type: "application/pdf".into(),
-                content: pdf.clone(),
-                content_id: None,
-            },
-        ];
-        let raw = build(&m).unwrap();
-        check_wire_format(&raw);
-        let p = MessageParser::default().parse(&raw).unwrap();
-
-        let ct = p.content_type().unwrap();
-        assert_eq!((ct.ctype(), ct.subtype()), ("multipart", Some("mixed")));
-        let text = String::from_utf8_lossy(&raw);
-        let mixed = text.find("multipart/mixed").unwrap();
-        let related = text.find("multipart/related").unwrap();
-        let alt = text.find("multipart/alternative").unwrap();
-        assert!(
-            mixed < related && related < alt,
-            "mixed > related > alternative"
-        );
-
-        assert_eq!(p.text_body_count(), 1);
-        assert_eq!(p.html_body_count(), 1);
-        assert_eq!(p.body_html(0).unwrap(), m.html.as_str());
-        assert_eq!(p.attachment_count(), 2);
-        let inline = p
-            .attachments()
-            .find(|a| a.content_id().is_some())
-            .expect("inline part");
-        assert_eq!(inline.content_id(), Some("logo@herald"));
-        assert_eq!(inline.contents(), png.as_slice());
-        assert!(inline.content_disposition().unwrap().is_inline());
-        let ct = inline.content_type().unwrap();
-        assert_eq!((ct.ctype(), ct.subtype()), ("image", Some("png")));
-
-        let file = p
-            .attachments()
-            .find(|a| a.content_id().is_none())
-            .expect("regular attachment");
-        assert_eq!(file.attachment_name(), Some("Rechnung März.pdf"));
-        assert_eq!(file.contents(), pdf.as_slice());
-        assert!(file.content_disposition().unwrap().is_attachment());
-    }
-
-    #[test]
-    fn inline_only_is_related_and_attachment_only_is_mixed() {
-        let mut m = base();
-        m.attachments = vec![Attachment {
-            filename: "a.gif".into(),
-            content_type: "image/gif".into(),
-            content: b"GIF89a".to_vec(),
-            content_id: Some("a".into()),
-        }];
-        let raw = build(&m).unwrap();
-        let p = MessageParser::default().parse(&raw).unwrap();
-        let ct = p.content_type().unwrap();
-        assert_eq!(ct.subtype(), Some("related"));
-
-        m.attachments[0].content_id = None;
-        let raw = build(&m).unwrap();
-        let p = MessageParser::default().parse(&raw).unwrap();
-        assert_eq!(p.content_type().unwrap().subtype(), Some("mixed"));
-        assert!(!String::from_utf8_lossy(&raw).contains("multipart/related"));
-        assert_eq!(p.attachment(0).unwrap().contents(), b"GIF89a");
-    }
-
-    #[test]
-    fn line_endings_and_ascii_binary_attachments() {
-        let mut m = base();
-        m.text = "a\rb\r\nc\nd\0e".into();
-        m.html = "<p>\n\r</p>".into();
-        let csv = b"id,name\n1,a\r2,b\x00\n".to_vec();
-        m.attachments = vec![Attachment {
-            filename: "data.csv".into(),
-            content_type: "text/csv".into(),
-            content: csv.clone(),
-            content_id: None,
-        }];
-        let raw = build(&m).unwrap();
-        check_wire_format(&raw);
-        let p = MessageParser::default().parse(&raw).unwrap();
-        assert_eq!(p.body_text(0).unwrap(), "a\r\nb\r\nc\r\nde");
-        assert_eq!(p.attachment(0).unwrap().contents(), csv.as_slice());
-    }
-
-    #[test]
-    fn single_part_bodies() {
-        let mut m = base();
-        m.text = String::new();
-        let p_raw = build(&m).unwrap();
-        let p = MessageParser::default().parse(&p_raw).unwrap();
-        assert_eq!(p.content_type().unwrap().subtype(), Some("html"));
-        assert_eq!(p.body_html(0).unwrap().trim_end(), "<p>Hi</p>");
-
-        let mut m = base();
-        m.html = String::new();
-        let p_raw = build(&m).unwrap();
-        let p = MessageParser::default().parse(&p_raw).unwrap();
-        assert_eq!(p.content_type().unwrap().subtype(), Some("plain"));
-        assert_eq!(p.body_text(0).unwrap().trim_end(), "Hi");
-    }
-
-    #[test]
-    fn refuses_injection_and_bad_input() {
-        type Case = (OutgoingMessage, fn(&MimeError) -> bool);
-        let cases: Vec<Case> = vec![
-            (
-                OutgoingMessage {
-                    headers: vec![("X-Evil".into(), "a\r\nBcc: victim@example.com".into())],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::LineBreak(_)),
-            ),
-            (
-                OutgoingMessage {
-                    headers: vec![("X-Evil\nBcc".into(), "a".into())],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::LineBreak(_)),
-            ),
-            (
-                OutgoingMessage {
-                    headers: vec![("X Bad".into(), "a".into())],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidHeaderName(_)),
-            ),
-            (
-                OutgoingMessage {
-                    headers: vec![("From".into(), "x@example.com".into())],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::ReservedHeader(_)),
-            ),
-            (
-                OutgoingMessage {
-                    headers: vec![("dkim-signature".into(), "v=1".into())],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::ReservedHeader(_)),
-            ),
-            (
-                OutgoingMessage {
-                    subject: "hi\nBcc: x@example.com".into(),
-                    ..base()
-                },
-                |e| matches!(e, MimeError::LineBreak(_)),
-            ),
-            (
-                OutgoingMessage {
-                    from: Mailbox {
-                        name: Some("A\r\nB".into()),
-                        email: "a@example.com".into(),
-                    },
-                    ..base()
-                },
-                |e| matches!(e, MimeError::LineBreak(_)),
-            ),
-            (
-                OutgoingMessage {
-                    to: Mailbox {
-                        name: None,
-                        email: "not an address".into(),
-                    },
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidAddress { field: "To", .. }),
-            ),
-            (
-                OutgoingMessage {
-                    reply_to: Some("nope".into()),
-                    ..base()
-                },
-                |e| {
-                    matches!(
-                        e,
-                        MimeError::InvalidAddress {
-                            field: "Reply-To",
-                            ..
-                        }
-                    )
-                },
-            ),
-            (
-                OutgoingMessage {
-                    message_id: "<abc@example.com>".into(),
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidMessageId(_)),
-            ),
-            (
-                OutgoingMessage {
-                    message_id: "no-at-sign".into(),
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidMessageId(_)),
-            ),
-            (
-                OutgoingMessage {
-                    list_unsubscribe: Some(ListUnsubscribe {
-                        url: "https://x.example/u>\r\nBcc: y".into(),
-                        one_click: true,
-                    }),
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidUnsubscribeUrl(_)),
-            ),
-            (
-                OutgoingMessage {
-                    attachments: vec![Attachment {
-                        filename: "a.txt".into(),
-                        content_type: "not a type".into(),
-                        content: vec![],
-                        content_id: None,
-                    }],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidContentType(_)),
-            ),
-            (
-                OutgoingMessage {
-                    attachments: vec![Attachment {
-                        filename: "a\r\n.txt".into(),
-                        content_type: "text/plain".into(),
-                        content: vec![],
-                        content_id: None,
-                    }],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::LineBreak(_)),
-            ),
-            (
-                OutgoingMessage {
-                    attachments: vec![Attachment {
-                        filename: "a.png".into(),
-                        content_type: "image/png".into(),
-                        content: vec![],
-                        content_id: Some("a b".into()),
-                    }],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidContentId(_)),
-            ),
-            (
-                OutgoingMessage {
-                    date: chrono::Utc.with_ymd_and_hms(1960, 1, 1, 0, 0, 0).unwrap(),
-                    ..base()
-                },
-                |e| matches!(e, MimeError::InvalidDate(_)),
-            ),
-            (
-                OutgoingMessage {
-                    headers: vec![("X-Long".into(), "y".repeat(1200))],
-                    ..base()
-                },
-                |e| matches!(e, MimeError::LineTooLong),
-            ),
-        ];
-        for (i, (m, check)) in cases.into_iter().enumerate() {
-            match build(&m) {
-                Ok(raw) => panic!("case {i} accepted:\n{}", String::from_utf8_lossy(&raw)),
-                Err(e) => assert!(check(&e), "case {i}: unexpected error {e:?}"),
-            }
-        }
-    }
-}
+mod tests;

@@ -13,6 +13,11 @@
 //!   after a NOOP answers; one idle for more than 60 s is closed instead. Session setup
 //!   (connect, TLS, EHLO, AUTH) and each NOOP have a 30 s timeout, a transaction 30 s per
 //!   started MiB of message. A timed-out connection is closed, never reused.
+//! - International addresses: envelope addresses go out with their domain as IDNA A-labels
+//!   ([`herald_core::email::with_ascii_domain`]). A message that still has a non-ASCII
+//!   address in its envelope or UTF-8 in its header section (a non-ASCII local part) is sent
+//!   with `MAIL FROM:<..> SMTPUTF8` when the relay offers SMTPUTF8, and otherwise fails
+//!   permanently, before `MAIL FROM`, with a reason saying the relay does not support SMTPUTF8.
 //! - Failures while setting up the session (including `535` bad credentials or a relay that
 //!   does not offer STARTTLS) are transient: they are not the message's fault.
 //! - SMTP URL forms: `smtp://user:pass@host:587` = STARTTLS required (default port 587),
@@ -35,7 +40,9 @@ use anyhow::{Context, anyhow, bail};
 use lettre::address::{Address, Envelope as LettreEnvelope};
 use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
-use lettre::transport::smtp::extension::ClientId;
+use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
+use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
+use lettre::transport::smtp::response::Response as SmtpResponse;
 use tokio::sync::Semaphore;
 
 /// Why a connection could not be set up.
@@ -535,14 +542,24 @@ impl SmtpTransport {
     /// Sends pre-built bytes with the given envelope.
     pub async fn send(&self, envelope: &Envelope, raw: &[u8]) -> Result<String, TransportError> {
         let lettre_envelope = to_lettre_envelope(envelope)?;
+        let smtputf8 = needs_smtputf8(&lettre_envelope, raw);
         let _permit = self
             .permits
             .acquire()
             .await
             .map_err(|_| TransportError::Transient("SMTP transport closed".into()))?;
         let mut conn = self.checkout().await?;
+        if smtputf8 && !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+            self.checkin(conn);
+            return Err(TransportError::Permanent(format!(
+                "the relay {} does not support SMTPUTF8, which this message needs for its \
+                 non-ASCII address (a local part that is not ASCII)",
+                self.url.redacted()
+            )));
+        }
         let limit = send_timeout(self.timeout, raw.len());
-        match tokio::time::timeout(limit, conn.send(&lettre_envelope, raw)).await {
+        let sent = transaction(&mut conn, &lettre_envelope, raw, smtputf8);
+        match tokio::time::timeout(limit, sent).await {
             Ok(Ok(response)) => {
                 let reply = reply_text(
                     &response.code().to_string(),
@@ -551,8 +568,11 @@ impl SmtpTransport {
                 self.checkin(conn);
                 Ok(reply)
             }
-            // lettre has already sent QUIT and closed the connection on any error.
-            Ok(Err(e)) => Err(classify(&e, Stage::Send, envelope, raw)),
+            Ok(Err(e)) => {
+                // As lettre's own `send` does: QUIT and close after any error.
+                conn.abort().await;
+                Err(classify(&e, Stage::Send, envelope, raw))
+            }
             // Dropping the connection closes it: its state mid-transaction is unknown.
             Err(_) => Err(TransportError::Transient(format!(
                 "timed out after {limit:?} sending to {}",
@@ -666,11 +686,53 @@ fn send_timeout(base: Duration, len: usize) -> Duration {
     base.saturating_mul(mib.saturating_add(1))
 }
 
+/// One SMTP transaction (MAIL, RCPT.., DATA) on a ready connection. Like lettre's `send`, but
+/// asks for SMTPUTF8 whenever the message needs it (lettre only looks at the envelope, not at
+/// UTF-8 in the headers).
+async fn transaction(
+    conn: &mut AsyncSmtpConnection,
+    envelope: &LettreEnvelope,
+    raw: &[u8],
+    smtputf8: bool,
+) -> Result<SmtpResponse, lettre::transport::smtp::Error> {
+    let mut parameters = Vec::new();
+    if smtputf8 {
+        parameters.push(MailParameter::SmtpUtfEight);
+    }
+    if !raw.is_ascii() {
+        parameters.push(MailParameter::Body(MailBodyParameter::EightBitMime));
+    }
+    conn.command(Mail::new(envelope.from().cloned(), parameters))
+        .await?;
+    for to in envelope.to() {
+        conn.command(Rcpt::new(to.clone(), Vec::new())).await?;
+    }
+    conn.command(Data).await?;
+    conn.message(raw).await
+}
+
+/// True when an envelope address is not ASCII (after the A-label conversion, only a local
+/// part can be) or the header section carries UTF-8 (RFC 6531, RFC 6532).
+fn needs_smtputf8(envelope: &LettreEnvelope, raw: &[u8]) -> bool {
+    let header_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(raw.len());
+    let address_ascii = |a: &Address| a.to_string().is_ascii();
+    !raw[..header_end].is_ascii()
+        || !envelope.from().is_none_or(address_ascii)
+        || !envelope.to().iter().all(address_ascii)
+}
+
 fn to_lettre_envelope(envelope: &Envelope) -> Result<LettreEnvelope, TransportError> {
     let parse = |a: &str| -> Result<Address, TransportError> {
-        a.trim()
+        let invalid = |e: &dyn fmt::Display| {
+            TransportError::Permanent(format!("invalid envelope address {a:?}: {e}"))
+        };
+        herald_core::email::with_ascii_domain(a.trim())
+            .map_err(|e| invalid(&e))?
             .parse::<Address>()
-            .map_err(|e| TransportError::Permanent(format!("invalid envelope address {a:?}: {e}")))
+            .map_err(|e| invalid(&e))
     };
     let from = match envelope.mail_from.trim() {
         "" => None,

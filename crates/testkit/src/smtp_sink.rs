@@ -17,6 +17,10 @@
 //!   only after the delay and once replies are released: a client killed meanwhile handed the
 //!   message over without learning so (the window crash tests need). [`SmtpSink::unreplied`]
 //!   counts the messages recorded whose 250 was not written yet.
+//! - SMTPUTF8 is advertised unless [`SmtpSink::advertise_smtputf8`] turned it off (read at each
+//!   EHLO). Like a real server, a non-ASCII `MAIL FROM` or `RCPT TO` path is refused with
+//!   `553 5.6.7` unless the transaction's `MAIL FROM` carried the `SMTPUTF8` parameter while
+//!   it was advertised.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -38,6 +42,9 @@ pub struct ReceivedMail {
     pub rcpt_to: Vec<String>,
     /// The message bytes, dot-unstuffed, line endings as sent.
     pub data: Vec<u8>,
+    /// The parameters of `MAIL FROM` after the path, upper-cased (`["BODY=8BITMIME",
+    /// "SMTPUTF8"]`).
+    pub mail_parameters: Vec<String>,
 }
 
 /// How the sink answers at the end of DATA.
@@ -78,6 +85,8 @@ struct Shared {
     hold: watch::Sender<bool>,
     /// Messages recorded whose 250 is not written yet.
     unreplied: AtomicUsize,
+    /// Whether EHLO offers SMTPUTF8.
+    smtputf8: AtomicBool,
 }
 
 /// What to reply at the end of one DATA transfer.
@@ -98,6 +107,12 @@ const EHLO_REPLY: &[u8] = b"250-localhost greets you\r\n\
 250-AUTH PLAIN LOGIN\r\n\
 250-ENHANCEDSTATUSCODES\r\n\
 250 SMTPUTF8\r\n";
+const EHLO_REPLY_WITHOUT_SMTPUTF8: &[u8] = b"250-localhost greets you\r\n\
+250-PIPELINING\r\n\
+250-8BITMIME\r\n\
+250-SIZE 104857600\r\n\
+250-AUTH PLAIN LOGIN\r\n\
+250 ENHANCEDSTATUSCODES\r\n";
 
 impl SmtpSink {
     /// Starts a sink on `127.0.0.1` at a free port, accepting every message.
@@ -116,6 +131,7 @@ impl SmtpSink {
             reply_delay: Mutex::new(Duration::ZERO),
             hold: watch::channel(false).0,
             unreplied: AtomicUsize::new(0),
+            smtputf8: AtomicBool::new(true),
         });
         let server = spawn_server(listener, shared.clone());
         Ok(SmtpSink {
@@ -152,6 +168,11 @@ impl SmtpSink {
     /// Whether accepted messages are kept for [`SmtpSink::messages`] (default) or only counted.
     pub fn keep_messages(&self, keep: bool) {
         self.shared.keep.store(keep, Ordering::Relaxed);
+    }
+
+    /// Whether EHLO offers SMTPUTF8 (default true), for connections that greet from now on.
+    pub fn advertise_smtputf8(&self, offer: bool) {
+        self.shared.smtputf8.store(offer, Ordering::Relaxed);
     }
 
     /// How many messages were accepted so far (kept or not).
@@ -349,7 +370,12 @@ struct Session<R, W> {
 struct Transaction {
     mail_from: Option<String>,
     rcpt_to: Vec<String>,
+    mail_parameters: Vec<String>,
+    /// SMTPUTF8 was offered and asked for.
+    utf8: bool,
 }
+
+const NEED_SMTPUTF8: &[u8] = b"553 5.6.7 SMTPUTF8 is required for a non-ASCII address\r\n";
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
     async fn run(&mut self) -> std::io::Result<()> {
@@ -360,6 +386,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
 
         let mut line = Vec::with_capacity(512);
         let mut transaction = Transaction::default();
+        let mut offered_utf8 = false;
         loop {
             line.clear();
             if self.reader.read_until(b'\n', &mut line).await? == 0 {
@@ -371,7 +398,13 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
             match &verb {
                 b"EHLO" => {
                     transaction = Transaction::default();
-                    self.writer.write_all(EHLO_REPLY).await?;
+                    offered_utf8 = self.shared.smtputf8.load(Ordering::Relaxed);
+                    let reply = if offered_utf8 {
+                        EHLO_REPLY
+                    } else {
+                        EHLO_REPLY_WITHOUT_SMTPUTF8
+                    };
+                    self.writer.write_all(reply).await?;
                 }
                 b"HELO" => {
                     transaction = Transaction::default();
@@ -380,11 +413,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                 b"AUTH" => self.auth(argument).await?,
                 b"MAIL" => match path_after(argument, b"FROM:") {
                     Some(path) => {
-                        transaction = Transaction {
-                            mail_from: Some(path),
-                            rcpt_to: Vec::new(),
-                        };
-                        self.writer.write_all(b"250 2.1.0 Ok\r\n").await?;
+                        let mail_parameters = parameters_of(argument);
+                        let utf8 = offered_utf8 && mail_parameters.iter().any(|p| p == "SMTPUTF8");
+                        if !path.is_ascii() && !utf8 {
+                            self.writer.write_all(NEED_SMTPUTF8).await?;
+                        } else {
+                            transaction = Transaction {
+                                mail_from: Some(path),
+                                rcpt_to: Vec::new(),
+                                mail_parameters,
+                                utf8,
+                            };
+                            self.writer.write_all(b"250 2.1.0 Ok\r\n").await?;
+                        }
                     }
                     None => self.reply_syntax_error().await?,
                 },
@@ -393,6 +434,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                         self.writer
                             .write_all(b"503 5.5.1 Error: need MAIL command\r\n")
                             .await?;
+                    }
+                    Some(path) if !path.is_ascii() && !transaction.utf8 => {
+                        self.writer.write_all(NEED_SMTPUTF8).await?;
                     }
                     Some(path) => {
                         transaction.rcpt_to.push(path);
@@ -509,6 +553,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     mail_from,
                     rcpt_to: transaction.rcpt_to,
                     data,
+                    mail_parameters: transaction.mail_parameters,
                 });
                 self.shared.unreplied.fetch_add(1, Ordering::SeqCst);
                 self.shared.before_reply().await;
@@ -568,6 +613,18 @@ fn verb_of(command: &[u8]) -> [u8; 4] {
     verb
 }
 
+/// The upper-cased parameters after the path of `FROM:<a@b> PARAMS`.
+fn parameters_of(argument: &[u8]) -> Vec<String> {
+    let rest = match argument.iter().position(|b| *b == b'>') {
+        Some(end) => &argument[end + 1..],
+        None => b"",
+    };
+    String::from_utf8_lossy(rest)
+        .split_ascii_whitespace()
+        .map(str::to_ascii_uppercase)
+        .collect()
+}
+
 fn argument_of(command: &[u8]) -> &[u8] {
     command.get(5..).unwrap_or_default()
 }
@@ -609,6 +666,11 @@ mod tests {
             Some("c@d.test")
         );
         assert_eq!(path_after(b"FROM <a@b.test>", b"FROM:"), None);
+        assert_eq!(
+            parameters_of(b"FROM:<a@b.test> body=8BITMIME  SMTPUTF8"),
+            vec!["BODY=8BITMIME", "SMTPUTF8"]
+        );
+        assert!(parameters_of(b"FROM:<>").is_empty());
     }
 
     #[test]

@@ -176,12 +176,13 @@ pub fn headers(raw: Option<&Value>, p: &mut Problems) -> Vec<(String, String)> {
     for (name, value) in obj {
         let field = format!("headers.{name}");
         let valid_name = !name.is_empty()
-            && name.len() <= 100
+            // 76: the longest name the MIME builder (lettre) can write.
+            && name.len() <= 76
             && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
         if !valid_name {
             p.push(
                 field,
-                "header names are printable ASCII without ':' or line breaks",
+                "header names are 1 to 76 printable ASCII characters without ':'",
                 "invalid_header_name",
             );
             continue;

@@ -12,6 +12,8 @@ mod errors;
 mod fields;
 mod isolation;
 mod leases;
+mod international;
+mod nul_input;
 mod outbox;
 mod sending;
 mod templates;
