@@ -206,8 +206,10 @@ async fn try_deliver(engine: &Engine, job: &Job, done: &mpsc::Sender<SentDone>) 
         rcpt_to: vec![msg.to_email.clone()],
     };
     let result = with_heartbeat(engine, job, engine.transport.send(&key, &envelope, &raw)).await;
+    crate::metrics::relay_reply(&result);
     match result {
         Ok(reply) => {
+            crate::metrics::message_sent(msg.created_at, engine.now());
             engine.throttle.reward(msg.project_id);
             let sent = SentDone {
                 job_id: job.id,
@@ -234,6 +236,7 @@ async fn try_deliver(engine: &Engine, job: &Job, done: &mpsc::Sender<SentDone>) 
                 let reason = format!("gave up after {} attempts: {reply}", job.attempts);
                 return finish_failed(engine, job, &msg, &reason).await;
             }
+            crate::metrics::message_retried();
             let delay = backoff(engine.settings.send_retry_base, job.attempts);
             let detail = format!(
                 "attempt {} failed: {reply}; retrying in {:.1} s",
@@ -327,6 +330,7 @@ async fn finish_sent(engine: &Engine, job: &Job, msg: &Message, reply: &str) -> 
 }
 
 async fn finish_failed(engine: &Engine, job: &Job, msg: &Message, reason: &str) -> StoreResult<()> {
+    crate::metrics::message_failed();
     let now = engine.now();
     let mut tx = engine.store.begin().await?;
     if msg.status == PENDING {
