@@ -59,14 +59,7 @@ fn render(err: &ApiError, request_id: &str, original: Response) -> Response {
     if let Some(s) = &err.suggestion {
         error["suggestion"] = json!(s);
     }
-    let body = json!({
-        "success": false,
-        "error": error,
-        // Clients written for the legacy shape (such as @plunk/node) read a top-level message.
-        "message": err.message,
-        // Display only: the envelope runs outside the app state, so it reads the wall clock.
-        "timestamp": iso(SystemClock.now()),
-    });
+    let body = envelope_body(error, &err.message);
     let (mut parts, _) = original.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(
@@ -76,6 +69,28 @@ fn render(err: &ApiError, request_id: &str, original: Response) -> Response {
     let mut res = Response::from_parts(parts, Body::from(body.to_string()));
     *res.status_mut() = err.status;
     res
+}
+
+fn envelope_body(error: serde_json::Value, message: &str) -> serde_json::Value {
+    json!({
+        "success": false,
+        "error": error,
+        // Clients written for the legacy shape (such as @plunk/node) read a top-level message.
+        "message": message,
+        // Display only: the envelope runs outside the app state, so it reads the wall clock.
+        "timestamp": iso(SystemClock.now()),
+    })
+}
+
+/// The envelope of an error produced outside the router (the server's own 400/414/431).
+pub fn error_json(status: StatusCode, code: &str, message: &str, request_id: &str) -> String {
+    let error = json!({
+        "code": code,
+        "message": message,
+        "statusCode": status.as_u16(),
+        "requestId": request_id,
+    });
+    envelope_body(error, message).to_string()
 }
 
 /// Turns a panic into a 500 without internals (the panic is logged).

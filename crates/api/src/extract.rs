@@ -59,9 +59,29 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 fn body_rejection(r: BytesRejection) -> ApiError {
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
         payload_too_large()
+    } else if timed_out(&r) {
+        // The server's body read timeout (HERALD_BODY_TIMEOUT_SECS) fails the read this way.
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "REQUEST_TIMEOUT",
+            "The request body did not arrive in time",
+        )
     } else {
         ApiError::bad_request(format!("Could not read the request body: {r}"))
     }
+}
+
+fn timed_out(r: &BytesRejection) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(r);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// Parses JSON, telling a syntax error (400) from a value of the wrong shape (422 with path).

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod envelope;
 pub mod error;
 pub mod extract;
+pub mod metrics;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
@@ -53,6 +54,7 @@ pub fn router(state: AppState) -> Router {
         "/openapi.json",
         get(move || async move { ([("content-type", "application/json")], doc_json) }),
     )
+    .route("/metrics", get(metrics::scrape))
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
     // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.
@@ -63,6 +65,7 @@ pub fn router(state: AppState) -> Router {
     ))
     .layer(DefaultBodyLimit::max(max_body))
     .layer(CatchPanicLayer::custom(envelope::panic_response))
+    .layer(middleware::from_fn(metrics::track_requests))
     .layer(middleware::from_fn(envelope::envelope))
     .with_state(state)
 }

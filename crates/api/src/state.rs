@@ -17,6 +17,8 @@ pub struct ApiSettings {
     pub public_url: String,
     /// Largest request body in bytes for ordinary endpoints.
     pub max_body_bytes: usize,
+    /// Bearer token of `GET /metrics`; `None` turns the endpoint off.
+    pub metrics_token: Option<String>,
 }
 
 pub struct Inner {

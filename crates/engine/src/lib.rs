@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod domains;
+pub mod metrics;
 pub mod send;
 pub mod settings;
 pub mod throttle;

@@ -1,6 +1,7 @@
 //! Startup as a value: `Application::build` opens the database, applies migrations and binds
 //! the listener (port 0 in tests); `run_until_stopped` serves until the shutdown future fires,
-//! then drains in-flight requests.
+//! then drains in-flight requests. HTTP is served by [`crate::server`] (timeouts, connection
+//! cap, one envelope for every response).
 
 use std::future::Future;
 
@@ -19,6 +20,7 @@ pub struct Application {
     engine: Engine,
     workers: bool,
     port: u16,
+    limits: crate::server::ServerLimits,
 }
 
 /// Opens the configured database and applies its migrations.
@@ -51,7 +53,9 @@ impl Application {
             rate_limit_per_minute: config.rate_limit_per_minute,
             public_url: config.public_url.clone(),
             max_body_bytes: config.max_body_bytes,
+            metrics_token: config.metrics_token(),
         };
+        herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();
         engine_settings.clock = clock;
         let engine = Engine::new(store.clone(), engine_settings, &secret)?;
@@ -74,6 +78,7 @@ impl Application {
             engine,
             workers: config.workers,
             port,
+            limits: config.server_limits(),
         })
     }
 
@@ -101,16 +106,14 @@ impl Application {
         } else {
             tokio::task::JoinSet::new()
         };
-        let served = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                let _ = stop_tx.send(true);
-            })
-            .await
-            .context("serving HTTP");
+        crate::server::serve(self.listener, self.router, self.limits, async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        })
+        .await;
         while workers.join_next().await.is_some() {}
         self.store.close().await;
-        served
+        Ok(())
     }
 }
 

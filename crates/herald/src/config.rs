@@ -57,6 +57,39 @@ pub struct Config {
     /// Seconds a claimed send job is reserved for its worker (extended while sending); after
     /// a crash, unfinished sends are taken up again once it expires.
     pub send_lease_secs: f64,
+    /// Seconds a client has to send a whole request head (request line and headers); also
+    /// bounds the wait for the next request on a kept-alive connection.
+    pub header_timeout_secs: f64,
+    /// Seconds a request body may go without a byte while a handler reads it (then 408).
+    pub body_timeout_secs: f64,
+    /// Seconds a kept-alive connection may stay open with no request in progress.
+    pub idle_timeout_secs: f64,
+    /// Most HTTP connections served at once; more wait in the listen backlog. Keep it below
+    /// the process's open-file limit.
+    pub max_connections: usize,
+    /// Bearer token that `GET /metrics` requires; unset (or `off`) disables the endpoint.
+    pub metrics_token: Option<String>,
+    /// `text` (default) or `json` (one JSON object per line) log output.
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    pub fn parse(s: &str) -> anyhow::Result<LogFormat> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => anyhow::bail!("HERALD_LOG_FORMAT must be text or json, not {other:?}"),
+        }
+    }
 }
 
 impl Default for Config {
@@ -86,6 +119,12 @@ impl Default for Config {
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
             send_lease_secs: 10.0,
+            header_timeout_secs: 30.0,
+            body_timeout_secs: 30.0,
+            idle_timeout_secs: 15.0,
+            max_connections: 4096,
+            metrics_token: None,
+            log_format: LogFormat::Text,
         }
     }
 }
@@ -203,6 +242,24 @@ impl Config {
         if let Some(v) = get("HERALD_SEND_LEASE_SECS") {
             self.send_lease_secs = float("HERALD_SEND_LEASE_SECS", v)?;
         }
+        if let Some(v) = get("HERALD_HEADER_TIMEOUT_SECS") {
+            self.header_timeout_secs = float("HERALD_HEADER_TIMEOUT_SECS", v)?;
+        }
+        if let Some(v) = get("HERALD_BODY_TIMEOUT_SECS") {
+            self.body_timeout_secs = float("HERALD_BODY_TIMEOUT_SECS", v)?;
+        }
+        if let Some(v) = get("HERALD_IDLE_TIMEOUT_SECS") {
+            self.idle_timeout_secs = float("HERALD_IDLE_TIMEOUT_SECS", v)?;
+        }
+        if let Some(v) = get("HERALD_MAX_CONNECTIONS") {
+            self.max_connections = num("HERALD_MAX_CONNECTIONS", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_METRICS_TOKEN") {
+            self.metrics_token = Some(v);
+        }
+        if let Some(v) = get("HERALD_LOG_FORMAT") {
+            self.log_format = LogFormat::parse(&v)?;
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections =
                 num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
@@ -236,6 +293,27 @@ impl Config {
             };
         }
         self
+    }
+
+    /// The server loop's timeouts and connection cap.
+    pub fn server_limits(&self) -> crate::server::ServerLimits {
+        use std::time::Duration;
+        let secs = |f: f64| Duration::from_secs_f64(f.max(0.05));
+        crate::server::ServerLimits {
+            header_timeout: secs(self.header_timeout_secs),
+            body_timeout: secs(self.body_timeout_secs),
+            idle_timeout: secs(self.idle_timeout_secs),
+            max_connections: self.max_connections.max(1),
+        }
+    }
+
+    /// The `/metrics` bearer token; `None` (endpoint off) when unset, empty or `off`.
+    pub fn metrics_token(&self) -> Option<String> {
+        self.metrics_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("off"))
+            .map(str::to_owned)
     }
 
     /// The engine's part of the configuration.
@@ -291,6 +369,7 @@ impl Config {
         c.database_url = redact_url(&c.database_url);
         c.smtp_url = c.smtp_url.as_deref().map(redact_url);
         c.secret = c.secret.as_ref().map(|_| "[redacted]".to_owned());
+        c.metrics_token = c.metrics_token.as_ref().map(|_| "[redacted]".to_owned());
         toml::to_string_pretty(&c).unwrap_or_default()
     }
 

@@ -4,6 +4,8 @@
 
 pub mod app;
 pub mod config;
+pub mod edge_io;
+pub mod server;
 
 pub use app::Application;
 pub use config::Config;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use herald::Config;
 use herald::app::{Application, open_store, shutdown_signal};
+use herald::config::LogFormat;
 
 #[derive(Parser)]
 #[command(
@@ -39,13 +40,18 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
-        )
-        .init();
     let config = Config::load(cli.config.as_deref())?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    match config.log_format {
+        // One JSON object per line: timestamp, level, target, fields and the span.
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_env_filter(filter)
+            .init(),
+        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
+    }
     match cli.command {
         Command::Serve => {
             let app = Application::build(config).await?;

@@ -126,16 +126,28 @@ impl Transport {
     }
 
     /// Delivers `raw` (already signed). `key` is Herald's message id, used as the outbox file
-    /// name. Returns the server's reply (`"250 2.0.0 Ok: queued as ..."`) or the file path.
+    /// name. Returns the reply, code first, then which transport took it, for the message's
+    /// history: `"250 2.0.0 Ok: queued as X (via smtp://relay:587)"` or `"250 kept as
+    /// <key>.eml (via the local outbox)"`. Never a server path or a relay password.
     pub async fn send(
         &self,
         key: &str,
         envelope: &Envelope,
         raw: &[u8],
     ) -> Result<String, TransportError> {
+        let reply = match self {
+            Transport::Outbox(o) => o.send(key, raw).await?,
+            Transport::Smtp(s) => s.send(envelope, raw).await?,
+        };
+        Ok(format!("{reply} (via {})", self.label()))
+    }
+
+    /// Which transport, for message histories: `the local outbox` or the relay's
+    /// `scheme://host:port` (no user name, no password, no directory).
+    pub fn label(&self) -> String {
         match self {
-            Transport::Outbox(o) => o.send(key, raw).await,
-            Transport::Smtp(s) => s.send(envelope, raw).await,
+            Transport::Outbox(_) => "the local outbox".to_owned(),
+            Transport::Smtp(s) => s.label(),
         }
     }
 
@@ -206,19 +218,19 @@ impl OutboxTransport {
         Ok(self.dir.join(format!("{key}{EML}")))
     }
 
-    /// Writes `<dir>/<key>.eml` atomically; returns the path.
+    /// Writes `<dir>/<key>.eml` atomically; returns a reply naming the file, not its directory
+    /// (the reply ends up in message histories that API clients read).
     pub async fn send(&self, key: &str, raw: &[u8]) -> Result<String, TransportError> {
         let path = self
             .path_for(key)
             .map_err(|e| TransportError::Permanent(e.to_string()))?;
         let dir = self.dir.clone();
         let data = raw.to_vec();
-        let written = path.clone();
-        tokio::task::spawn_blocking(move || write_atomic(&dir, &written, &data))
+        tokio::task::spawn_blocking(move || write_atomic(&dir, &path, &data))
             .await
             .map_err(|e| TransportError::Transient(format!("outbox writer task failed: {e}")))?
-            .map_err(|e| TransportError::Transient(format!("writing {}: {e}", path.display())))?;
-        Ok(path.display().to_string())
+            .map_err(|e| TransportError::Transient(format!("writing {key}{EML}: {e}")))?;
+        Ok(format!("250 kept as {key}{EML}"))
     }
 
     /// The bytes stored under `key`.
@@ -518,6 +530,20 @@ impl SmtpTransport {
     /// The parsed relay URL.
     pub fn url(&self) -> &SmtpUrl {
         &self.url
+    }
+
+    /// `scheme://host:port` of the relay, for message histories.
+    pub fn label(&self) -> String {
+        let url = &self.url;
+        let scheme = match url.security {
+            SmtpSecurity::ImplicitTls => "smtps",
+            SmtpSecurity::StartTls | SmtpSecurity::None => "smtp",
+        };
+        if url.host.contains(':') {
+            format!("{scheme}://[{}]:{}", url.host, url.port)
+        } else {
+            format!("{scheme}://{}:{}", url.host, url.port)
+        }
     }
 
     /// For logs: redacted URL, security mode and the connection cap.

@@ -69,6 +69,14 @@ async fn smtp_accepts_signed_bytes_unchanged() {
     let raw = signer.sign(&message(1)).unwrap();
     let reply = transport.send("k1", &envelope(1), &raw).await.unwrap();
     assert!(reply.starts_with("250"), "{reply}");
+    assert!(
+        reply.ends_with(&format!("(via {})", transport.label())),
+        "{reply}"
+    );
+    assert!(
+        transport.label().starts_with("smtp://127.0.0.1:"),
+        "{reply}"
+    );
 
     let got = sink.wait_for(1, Duration::from_secs(5)).await;
     assert_eq!(got.len(), 1);
@@ -312,8 +320,10 @@ async fn outbox_write_read_list() {
 
     let a = message(1);
     let b = message(2);
-    let path = transport.send("0192-aaaa", &envelope(1), &a).await.unwrap();
-    assert!(path.ends_with("0192-aaaa.eml"), "{path}");
+    let reply = transport.send("0192-aaaa", &envelope(1), &a).await.unwrap();
+    // The reply names the file and the transport, never the directory.
+    assert_eq!(reply, "250 kept as 0192-aaaa.eml (via the local outbox)");
+    assert!(!reply.contains(&*dir.path().to_string_lossy()), "{reply}");
     tokio::time::sleep(Duration::from_millis(20)).await;
     transport.send("0192-bbbb", &envelope(2), &b).await.unwrap();
 

@@ -21,6 +21,7 @@ pub mod fields;
 pub mod jobs;
 mod like;
 pub mod messages;
+mod metrics;
 pub mod templates;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};

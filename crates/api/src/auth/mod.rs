@@ -63,6 +63,12 @@ pub enum Principal {
         user: Uuid,
         project: Option<(Arc<Project>, Role)>,
     },
+    /// A valid session whose `X-Project-Id` names a project the user is not a member of (left
+    /// it, or never joined): project routes answer `error`, account routes ignore the header.
+    SessionWithoutProject {
+        user: Uuid,
+        error: ApiError,
+    },
 }
 
 impl Principal {
@@ -172,16 +178,20 @@ async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, Api
                     "You are not a member of this project",
                 )
             };
-            let Some(id) = v.to_str().ok().and_then(herald_core::ids::parse_id) else {
-                return Ok(Principal::Invalid(denied()));
+            let without = || Principal::SessionWithoutProject {
+                user,
+                error: denied(),
             };
-            match state.store.member_role(id, user).await? {
-                None => return Ok(Principal::Invalid(denied())),
-                Some(role) => {
-                    let project = state.store.project_by_id(id).await?.ok_or_else(denied)?;
-                    Some((Arc::new(project), Role::parse(&role)))
-                }
-            }
+            let Some(id) = v.to_str().ok().and_then(herald_core::ids::parse_id) else {
+                return Ok(without());
+            };
+            let Some(role) = state.store.member_role(id, user).await? else {
+                return Ok(without());
+            };
+            let Some(project) = state.store.project_by_id(id).await? else {
+                return Ok(without());
+            };
+            Some((Arc::new(project), Role::parse(&role)))
         }
     };
     Ok(Principal::Session { user, project })
@@ -276,7 +286,9 @@ impl<S: Send + Sync> FromRequestParts<S> for ProjectAuth {
             Principal::Session { project: None, .. } => Err(ApiError::bad_request(
                 "Header X-Project-Id is required with a session",
             )),
-            Principal::Invalid(e) => Err(e),
+            Principal::SessionWithoutProject { error, .. } | Principal::Invalid(error) => {
+                Err(error)
+            }
             Principal::Anonymous => Err(missing_auth()),
         }
     }
@@ -368,7 +380,10 @@ impl<S: Send + Sync> FromRequestParts<S> for UserAuth {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         match principal(parts) {
-            Principal::Session { user, .. } => Ok(UserAuth { user }),
+            // Account routes ignore X-Project-Id, even one naming a project the user left.
+            Principal::Session { user, .. } | Principal::SessionWithoutProject { user, .. } => {
+                Ok(UserAuth { user })
+            }
             Principal::Invalid(e) => Err(e),
             Principal::Key { .. } => Err(ApiError::unauthorized(
                 "UNAUTHORIZED",

@@ -219,8 +219,11 @@ impl Worker {
             mail_from: msg.from_email.clone(),
             rcpt_to: vec![msg.to_email.clone()],
         };
-        match engine.transport.send(&key, &envelope, &raw).await {
+        let result = engine.transport.send(&key, &envelope, &raw).await;
+        crate::metrics::relay_reply(&result);
+        match result {
             Ok(reply) => {
+                crate::metrics::message_sent(msg.created_at, engine.now());
                 engine.throttle.reward(msg.project_id);
                 let sent = self.sent_done(job, &msg, &reply, now);
                 if self.done.send(sent).await.is_err() {
@@ -276,6 +279,7 @@ impl Worker {
             let reason = format!("gave up after {} attempts: {reply}", job.attempts);
             return self.finish_failed(job, msg, &reason, JobEnd::Ack).await;
         }
+        crate::metrics::message_retried();
         let delay = backoff(engine.settings.send_retry_base, job.attempts);
         let detail = format!(
             "attempt {} failed: {reply}; retrying in {:.1} s",
@@ -317,6 +321,7 @@ impl Worker {
             tracing::warn!(job = %job.id, "lease lost; the failure is not recorded");
             return Ok(());
         }
+        crate::metrics::message_failed();
         let failed = MessageStatus::Failed;
         if messages::set_status(&mut tx, msg.id, failed, Some(reason), true, now).await? {
             if msg.status == MessageStatus::Pending {

@@ -29,6 +29,7 @@ both_engines!(
     another_users_project_is_not_found_on_management,
     deleting_a_project_revokes_its_keys,
     account_endpoints_refuse_api_keys,
+    account_routes_ignore_a_stale_x_project_id,
 );
 
 const PASSWORD: &str = "correct horse battery";
@@ -750,4 +751,50 @@ async fn account_endpoints_refuse_api_keys(engine: Engine) {
     expect_error(res, 401, "UNAUTHORIZED").await;
     // The key still works where it belongs.
     expect_json(app.get("/contacts", sk).await, 200).await;
+}
+
+/// `X-Project-Id` naming a deleted project, another user's project or no project at all does
+/// not stop account routes; project routes still refuse it.
+async fn account_routes_ignore_a_stale_x_project_id(engine: Engine) {
+    let app = engine.app().await;
+    let mine = app.project().await;
+    let theirs = app.project().await;
+    let gone = expect_json(
+        session_call(
+            &app,
+            &mine.owner,
+            Method::POST,
+            "/users/@me/projects",
+            Some(&json!({"name": "Soon gone"})),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let gone_id = gone["id"].as_str().unwrap().to_owned();
+    let path = format!("/users/@me/projects/{gone_id}");
+    let res = session_call(&app, &mine.owner, Method::DELETE, &path, None).await;
+    assert_eq!(res.status(), 204);
+    for stale in [gone_id.as_str(), theirs.id.as_str(), "not-a-project-id"] {
+        let me = expect_json(
+            with_project(&mine.owner, &app, Method::GET, "/users/@me", stale).await,
+            200,
+        )
+        .await;
+        assert!(me["email"].as_str().is_some(), "{me}");
+        let list = expect_json(
+            with_project(&mine.owner, &app, Method::GET, "/users/@me/projects", stale).await,
+            200,
+        )
+        .await;
+        let ids: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["id"].as_str())
+            .collect();
+        assert_eq!(ids, vec![mine.id.as_str()], "{list}");
+        let res = with_project(&mine.owner, &app, Method::GET, "/contacts", stale).await;
+        expect_error(res, 403, "PROJECT_ACCESS_DENIED").await;
+    }
 }

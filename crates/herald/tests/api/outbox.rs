@@ -10,7 +10,10 @@ use crate::both_engines;
 use crate::helpers::{Engine, expect_error, expect_json};
 use crate::mail_setup::{message_ids, wait_status};
 
-both_engines!(outbox_keeps_the_exact_signed_bytes);
+both_engines!(
+    outbox_keeps_the_exact_signed_bytes,
+    history_names_the_transport_never_a_server_path,
+);
 
 async fn outbox_keeps_the_exact_signed_bytes(engine: Engine) {
     let app = engine.app().await;
@@ -54,4 +57,40 @@ async fn outbox_keeps_the_exact_signed_bytes(engine: Engine) {
         "NOT_FOUND",
     )
     .await;
+}
+
+/// The SENT entry of a message's history shows the transport and its reply; no entry shows
+/// the data directory (where the outbox lives on the server).
+async fn history_names_the_transport_never_a_server_path(engine: Engine) {
+    let app = engine.app().await;
+    let p = app.project().await;
+    let sk = &p.secret_key;
+    expect_json(
+        app.post("/domains", sk, &json!({"domain": "shop.test"}))
+            .await,
+        201,
+    )
+    .await;
+    let body =
+        json!({"to": "reader@example.org", "from": "news@shop.test", "subject": "S", "body": "B"});
+    let answer = expect_json(app.post("/v1/send", sk, &body).await, 200).await;
+    let id = &message_ids(&answer)[0];
+    let m = wait_status(&app, sk, id, &["SENT"], Duration::from_secs(15)).await;
+    let text = m.to_string();
+    let data_dir = app.config.data_dir.to_string_lossy().into_owned();
+    assert!(!text.contains(&data_dir), "{data_dir} in {text}");
+    let history = m["history"].as_array().expect("history");
+    let sent = history
+        .iter()
+        .find(|h| h["status"] == "SENT")
+        .expect("a SENT entry");
+    assert_eq!(
+        sent["detail"],
+        format!("250 kept as {id}.eml (via the local outbox)"),
+        "{m}"
+    );
+    for h in history {
+        let detail = h["detail"].as_str().unwrap_or("");
+        assert!(!detail.contains('/'), "a path in {detail:?}");
+    }
 }
