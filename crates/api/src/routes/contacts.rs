@@ -326,7 +326,23 @@ pub const LOOKUP_MAX: usize = 500;
 
 #[derive(Deserialize, ToSchema)]
 pub struct LookupRequest {
+    /// At most 500 addresses; each must be a valid email address.
+    #[schema(schema_with = lookup_emails_schema, required = true)]
     pub emails: Option<Vec<Value>>,
+}
+
+/// What the handler accepts: `emails` is required, an array of at most [`LOOKUP_MAX`] email
+/// strings (the type says `Value` so that a wrong item is a 422 naming it, not a 400).
+fn lookup_emails_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Email))),
+        )
+        .max_items(Some(LOOKUP_MAX))
+        .build()
 }
 
 #[derive(Serialize, ToSchema)]

@@ -105,7 +105,8 @@ async fn known_custom_key(state: &AppState, auth: &ProjectAuth, field: &str) -> 
 #[derive(Serialize, ToSchema)]
 pub struct FieldValues {
     pub field: String,
-    #[schema(value_type = Vec<Object>)]
+    /// Distinct stored values as they were given: any JSON value but `null` (usually a
+    /// string, number or boolean).
     pub values: Vec<Value>,
 }
 
