@@ -7,6 +7,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod metrics;
+pub mod openapi;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
@@ -22,15 +23,18 @@ use utoipa_axum::router::OpenApiRouter;
 pub use state::{ApiSettings, AppState};
 
 #[derive(OpenApi)]
-#[openapi(info(
-    title = "Herald API",
-    description = "Self-hosted email delivery and audience platform"
-))]
+#[openapi(
+    info(
+        title = "Herald API",
+        description = "Self-hosted email delivery and audience platform"
+    ),
+    components(schemas(openapi::ErrorEnvelope, openapi::ErrorDetail, error::FieldError))
+)]
 struct ApiDoc;
 
 /// Every documented route, and the OpenAPI document describing exactly them.
 pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::accounts::router())
         .merge(routes::contacts::router())
@@ -41,7 +45,8 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::templates::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
-        .split_for_parts()
+        .split_for_parts();
+    (router, openapi::finish(doc))
 }
 
 /// The whole application.

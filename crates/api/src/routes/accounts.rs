@@ -34,7 +34,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 #[derive(Deserialize, ToSchema)]
 pub struct Credentials {
+    #[schema(format = Email, required = true)]
     pub email: Option<String>,
+    /// 8 to 256 characters.
+    #[schema(min_length = 8, max_length = 256, required = true)]
     pub password: Option<String>,
 }
 

@@ -62,7 +62,7 @@ pub struct ActivityTypes {
 
 /// The project's activity, newest first, by cursor.
 #[utoipa::path(get, path = "/activity", tag = "activity",
-    params(("limit" = Option<u32>, Query, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
         ("type" = Option<String>, Query, description = "only entries of this type, e.g. domain.unverified")),
     responses((status = 200, body = ActivityList), (status = 422)))]
 async fn list_activity(

@@ -104,7 +104,7 @@ pub(crate) fn decode_cursor(project: Uuid, cursor: &str) -> ApiResult<Uuid> {
 
 /// Contacts, newest first, by cursor.
 #[utoipa::path(get, path = "/contacts", tag = "contacts",
-    params(("limit" = Option<u32>, Query, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
         ("search" = Option<String>, Query, description = "case-insensitive substring of the email")),
     responses((status = 200, body = ContactList)))]
 async fn list_contacts(
@@ -152,6 +152,7 @@ async fn list_contacts(
 
 #[derive(Deserialize, ToSchema)]
 pub struct UpsertContactRequest {
+    #[schema(format = Email, required = true)]
     pub email: Option<String>,
     pub subscribed: Option<bool>,
     #[schema(value_type = Option<Object>)]
@@ -263,6 +264,7 @@ async fn get_contact(
 
 #[derive(Deserialize, ToSchema)]
 pub struct PatchContactRequest {
+    #[schema(format = Email)]
     pub email: Option<String>,
     pub subscribed: Option<bool>,
     #[schema(value_type = Option<Object>)]
@@ -326,7 +328,23 @@ pub const LOOKUP_MAX: usize = 500;
 
 #[derive(Deserialize, ToSchema)]
 pub struct LookupRequest {
+    /// At most 500 addresses; each must be a valid email address.
+    #[schema(schema_with = lookup_emails_schema, required = true)]
     pub emails: Option<Vec<Value>>,
+}
+
+/// What the handler accepts: `emails` is required, an array of at most [`LOOKUP_MAX`] email
+/// strings (the type says `Value` so that a wrong item is a 422 naming it, not a 400).
+fn lookup_emails_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Email))),
+        )
+        .max_items(Some(LOOKUP_MAX))
+        .build()
 }
 
 #[derive(Serialize, ToSchema)]

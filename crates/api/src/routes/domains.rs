@@ -200,6 +200,7 @@ async fn domain_scope(
 #[serde(rename_all = "camelCase")]
 pub struct AddDomainRequest {
     /// A host name such as `mail.example.com` (lower-cased; a trailing dot is ignored).
+    #[schema(format = Hostname, required = true)]
     pub domain: Option<String>,
     /// The project, when calling with a session and no `X-Project-Id`.
     pub project_id: Option<String>,

@@ -74,7 +74,7 @@ pub struct EmailList {
 
 /// Messages, newest first; filters `status`, `contactId`, `campaignId`, `source`.
 #[utoipa::path(get, path = "/emails", tag = "emails",
-    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("status" = Option<String>, Query),
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100), ("cursor" = Option<String>, Query), ("status" = Option<String>, Query),
         ("contactId" = Option<String>, Query), ("campaignId" = Option<String>, Query), ("source" = Option<String>, Query)),
     responses((status = 200, body = EmailList)))]
 async fn list_emails(

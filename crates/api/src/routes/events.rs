@@ -37,7 +37,7 @@ pub struct EventList {
 
 /// Events of one contact, newest first (`limit` 1..100, default 50).
 #[utoipa::path(get, path = "/events/contact/{contactId}", tag = "events",
-    params(("contactId" = String, Path), ("limit" = Option<u32>, Query)),
+    params(("contactId" = String, Path), ("limit" = Option<u32>, Query, minimum = 1, maximum = 100)),
     responses((status = 200, body = EventList), (status = 404)))]
 async fn contact_events(
     State(state): State<AppState>,

@@ -105,13 +105,30 @@ async fn known_custom_key(state: &AppState, auth: &ProjectAuth, field: &str) -> 
 #[derive(Serialize, ToSchema)]
 pub struct FieldValues {
     pub field: String,
-    #[schema(value_type = Vec<Object>)]
+    /// Distinct stored values as they were given: any JSON value but `null` (usually a
+    /// string, number or boolean).
+    #[schema(schema_with = stored_values_schema)]
     pub values: Vec<Value>,
+}
+
+/// An array of non-null JSON values (what contact `data` may hold).
+fn stored_values_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    let any_but_null = SchemaType::from_iter([
+        Type::String,
+        Type::Number,
+        Type::Boolean,
+        Type::Object,
+        Type::Array,
+    ]);
+    ArrayBuilder::new()
+        .items(ObjectBuilder::new().schema_type(any_but_null))
+        .build()
 }
 
 /// Distinct values of a custom field (`limit` 1..1000, default 100).
 #[utoipa::path(get, path = "/contacts/fields/{field}/values", tag = "contacts",
-    params(("field" = String, Path, description = "data.<name> or <name>"), ("limit" = Option<u32>, Query)),
+    params(("field" = String, Path, description = "data.<name> or <name>"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000)),
     responses((status = 200, body = FieldValues), (status = 404)))]
 async fn field_values(
     State(state): State<AppState>,
@@ -145,7 +162,7 @@ pub struct FieldUsage {
 /// Segments, campaigns and workflows that reference the field. Those resources arrive in
 /// later versions; until then the lists are empty.
 #[utoipa::path(get, path = "/contacts/fields/{field}/usage", tag = "contacts",
-    params(("field" = String, Path)), responses((status = 200, body = FieldUsage), (status = 404)))]
+    params(("field" = String, Path)), responses((status = 200, body = FieldUsage), (status = 404), (status = 422, description = "A standard field (this applies to custom fields)")))]
 async fn field_usage(
     State(state): State<AppState>,
     auth: ProjectAuth,
@@ -162,7 +179,7 @@ async fn field_usage(
 
 /// Removes the field from every contact of the project.
 #[utoipa::path(delete, path = "/contacts/fields/{field}", tag = "contacts",
-    params(("field" = String, Path)), responses((status = 204), (status = 404)))]
+    params(("field" = String, Path)), responses((status = 204), (status = 404), (status = 422, description = "A standard field (this applies to custom fields)")))]
 async fn delete_field(
     State(state): State<AppState>,
     auth: ProjectAuth,

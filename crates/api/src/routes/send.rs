@@ -105,7 +105,8 @@ fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
 
 /// Sends a transactional email to each recipient (contacts are created or updated).
 #[utoipa::path(post, path = "/v1/send", tag = "public", request_body = SendRequest,
-    params(("Idempotency-Key" = Option<String>, Header)),
+    params(("Idempotency-Key" = Option<String>, Header, pattern = r"^[!-~]([ -~]{0,253}[!-~])?$",
+        description = "1 to 255 printable ASCII characters")),
     responses((status = 200, body = SendResponse), (status = 403, description = "DOMAIN_NOT_VERIFIED"),
         (status = 404, description = "TEMPLATE_NOT_FOUND"), (status = 409, description = "IDEMPOTENCY_KEY_REUSED"),
         (status = 413), (status = 422)))]

@@ -56,9 +56,9 @@ fn template_not_found() -> ApiError {
 
 /// Templates, newest first, by page.
 #[utoipa::path(get, path = "/templates", tag = "templates",
-    params(("limit" = Option<u32>, Query, description = "1..100, default 20 (alias `pageSize`)"),
-        ("page" = Option<u32>, Query, description = "from 1, default 1"),
-        ("cursor" = Option<String>, Query, description = "a page number, for cursor-style clients"),
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20 (alias `pageSize`)"),
+        ("page" = Option<i64>, Query, minimum = 1, maximum = 4294967295.0, description = "from 1, default 1"),
+        ("cursor" = Option<i64>, Query, minimum = 1, maximum = 4294967295.0, description = "a page number, for cursor-style clients"),
         ("type" = Option<String>, Query, description = "TRANSACTIONAL, MARKETING or HEADLESS"),
         ("search" = Option<String>, Query, description = "case-insensitive substring of name or subject")),
     responses((status = 200, body = TemplateList), (status = 422)))]

@@ -16,6 +16,7 @@ mod isolation;
 mod leases;
 mod metrics;
 mod nul_input;
+mod openapi;
 mod outbox;
 mod sending;
 mod templates;

@@ -1,0 +1,165 @@
+//! `/openapi.json` is the contract, checked with real third-party tools from PyPI (pinned in
+//! `openapi/requirements.txt`, installed once into `target/openapi-venv-*` by
+//! `scripts/openapi-tools`): it validates as OpenAPI 3.1 (openapi-spec-validator), a client
+//! generated from it by openapi-python-client sends a message and lists contacts unedited, and
+//! schemathesis runs every operation with generated valid and invalid inputs on both engines,
+//! failing on any 5xx, schema violation or undeclared status.
+//!
+//! Without Python or PyPI these tests fail when `CI` is set, and elsewhere print a notice.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::both_engines;
+use crate::helpers::{Engine, TestApp, expect_json};
+use crate::mail_setup::{DOMAIN, mail_world, wait_status};
+
+both_engines!(
+    openapi_document_validates_as_openapi_3_1,
+    generated_python_client_sends_and_lists_contacts,
+    schemathesis_finds_no_contract_violation,
+);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The bin directory of the tools' virtualenv, or `None` (after a notice) when the tools
+/// cannot be installed outside CI.
+fn python_tools() -> Option<PathBuf> {
+    let out = Command::new("bash")
+        .arg(repo_root().join("scripts/openapi-tools"))
+        .output();
+    let failure = match out {
+        Ok(o) if o.status.success() => {
+            let bin = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            return Some(PathBuf::from(bin));
+        }
+        Ok(o) => format!(
+            "scripts/openapi-tools failed ({}): {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => format!("could not run scripts/openapi-tools: {e}"),
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI needs the OpenAPI tools: {failure}"
+    );
+    eprintln!(
+        "notice: skipping an OpenAPI contract test, the Python tools are unavailable: {failure}"
+    );
+    None
+}
+
+/// Runs a tool to completion off the async runtime, asserting success; returns stdout.
+async fn run(mut cmd: Command, what: &str) -> String {
+    let what = what.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{what} failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    })
+    .await
+    .expect("tool task")
+}
+
+async fn save_document(app: &TestApp, dir: &Path) -> PathBuf {
+    let doc = expect_json(
+        app.client
+            .get(app.url("/openapi.json"))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    let path = dir.join("openapi.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+async fn openapi_document_validates_as_openapi_3_1(engine: Engine) {
+    let Some(bin) = python_tools() else { return };
+    let app = engine.app().await;
+    let dir = tempfile::tempdir().unwrap();
+    let doc = save_document(&app, dir.path()).await;
+    let mut cmd = Command::new(bin.join("openapi-spec-validator"));
+    cmd.arg(&doc);
+    let out = run(cmd, "openapi-spec-validator").await;
+    assert!(out.contains("OK"), "{out}");
+}
+
+async fn generated_python_client_sends_and_lists_contacts(engine: Engine) {
+    let Some(bin) = python_tools() else { return };
+    let w = mail_world(engine, |_| {}).await;
+    let dir = tempfile::tempdir().unwrap();
+    let doc = save_document(&w.app, dir.path()).await;
+    let mut generate = Command::new(bin.join("openapi-python-client"));
+    generate
+        .args(["generate", "--meta", "none", "--output-path"])
+        .arg(dir.path().join("herald_client"))
+        .arg("--path")
+        .arg(&doc)
+        .current_dir(dir.path());
+    run(generate, "openapi-python-client generate").await;
+    let mut script = Command::new(bin.join("python"));
+    script
+        .arg(repo_root().join("crates/herald/tests/api/openapi/client_smoke.py"))
+        .env("PYTHONPATH", dir.path())
+        .env("HERALD_BASE_URL", &w.app.base)
+        .env("HERALD_KEY", &w.project.secret_key)
+        .env("HERALD_FROM", format!("news@{DOMAIN}"));
+    let out = run(script, "the generated client").await;
+    let answer: Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    let ids = answer["emails"].as_array().expect("emails");
+    assert_eq!(ids.len(), 1, "{answer}");
+    assert_eq!(answer["contacts"], serde_json::json!(["ada@example.org"]));
+    let id = ids[0].as_str().unwrap();
+    wait_status(
+        &w.app,
+        &w.project.secret_key,
+        id,
+        &["SENT"],
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(w.sink.messages().len(), 1);
+}
+
+/// Examples per operation and phase: bounded so a run takes well under a minute per engine.
+const EXAMPLES: &str = "15";
+
+async fn schemathesis_finds_no_contract_violation(engine: Engine) {
+    let Some(bin) = python_tools() else { return };
+    let w = mail_world(engine, |c| c.rate_limit_per_minute = 1_000_000).await;
+    let dir = tempfile::tempdir().unwrap();
+    let doc = save_document(&w.app, dir.path()).await;
+    let mut cmd = Command::new(bin.join("schemathesis"));
+    cmd.arg("run")
+        .arg(&doc)
+        .args(["--url", &w.app.base])
+        // Every check but `positive_data_acceptance`: the request schemas do not yet say all
+        // that the handlers check (email syntax, non-blank strings, send's `to` shapes), so
+        // schema-valid requests still meet 422s (documented, see docs/api.md).
+        .args(["--checks", "all"])
+        .args(["--exclude-checks", "positive_data_acceptance"])
+        .args(["--max-examples", EXAMPLES, "--seed", "20261123"])
+        .args(["--no-color", "--request-timeout", "10"])
+        .args([
+            "-H",
+            &format!("Authorization: Bearer {}", w.project.secret_key),
+        ])
+        .current_dir(dir.path())
+        .env("SCHEMATHESIS_HOOKS", "");
+    run(cmd, "schemathesis").await;
+}
