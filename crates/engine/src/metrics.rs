@@ -14,16 +14,15 @@
 use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
 
+use herald_core::message_status::MessageStatus;
 use herald_core::time::Millis;
 use herald_mail::transport::TransportError;
 use herald_store::Store;
-use herald_store::messages::{FAILED, PENDING, SENDING, SENT, SUPPRESSED};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 /// `(kind, state)` of every queue-depth series reported so far.
 static SEEN: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
-const STATUSES: &[&str] = &[PENDING, SENDING, SENT, FAILED, SUPPRESSED];
 
 /// Seconds: 5 ms to 1 min (HTTP requests).
 const REQUEST_BUCKETS: &[f64] = &[
@@ -128,12 +127,12 @@ pub async fn render(store: &Store) -> herald_store::StoreResult<String> {
             metrics::gauge!("herald_queue_depth", "kind" => kind, "state" => state).set(n as f64);
         }
     }
-    for status in STATUSES {
+    for status in MessageStatus::ALL.map(MessageStatus::as_str) {
         let n = messages
             .iter()
             .find(|(s, _)| s == status)
             .map_or(0, |(_, n)| *n);
-        metrics::gauge!("herald_messages_by_status", "status" => *status).set(n as f64);
+        metrics::gauge!("herald_messages_by_status", "status" => status).set(n as f64);
     }
     Ok(match HANDLE.get() {
         Some(Some(handle)) => handle.render(),
