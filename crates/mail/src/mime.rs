@@ -311,7 +311,7 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
                 field: "Reply-To",
                 value: reply_to.clone(),
             })?;
-        let email = address("Reply-To", &mb.email.to_string())?;
+        let email = address("Reply-To", mb.email.as_ref())?;
         builder = builder.reply_to(LettreMailbox::new(mb.name, email));
     }
 
