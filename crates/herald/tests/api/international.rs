@@ -41,11 +41,13 @@ async fn a_998_character_subject_and_a_long_custom_header_are_delivered(engine: 
     let got = w.sink.wait_for(1, WAIT).await;
     let data = &got[0].data;
     assert!(longest_line(data) <= 998, "{}", longest_line(data));
+    let parsed = MessageParser::default().parse(data).expect("parses");
+    assert_eq!(parsed.subject(), Some(subject.as_str()));
+    // Unknown headers are RFC 2047-decoded only by a parser asked to.
     let parsed = MessageParser::new()
         .header_text(mail_parser::HeaderName::Other(name.clone().into()))
         .parse(data)
         .expect("parses");
-    assert_eq!(parsed.subject(), Some(subject.as_str()));
     assert_eq!(
         parsed.header(name.as_str()).and_then(|h| h.as_text()),
         Some(value.as_str())
