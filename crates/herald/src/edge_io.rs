@@ -109,7 +109,8 @@ fn replace_bare_error(buf: &[u8]) -> Option<(usize, Vec<u8>)> {
         return None;
     }
     let head_len = find(buf, b"\r\n\r\n")? + 4;
-    let head = String::from_utf8_lossy(&buf[..head_len]).to_ascii_lowercase();
+    let original = String::from_utf8_lossy(&buf[..head_len]);
+    let head = original.to_ascii_lowercase();
     if head.contains("\r\nx-request-id:") || !head.contains("\r\ncontent-length: 0\r\n") {
         return None;
     }
@@ -136,8 +137,9 @@ fn replace_bare_error(buf: &[u8]) -> Option<(usize, Vec<u8>)> {
         status.canonical_reason().unwrap_or("Error")
     );
     // Keep hyper's other headers (date), replace the length, add ours.
-    for line in head.split("\r\n").skip(1).filter(|l| !l.is_empty()) {
-        if !line.starts_with("content-length:") && !line.starts_with("connection:") {
+    for line in original.split("\r\n").skip(1).filter(|l| !l.is_empty()) {
+        let lower = line.to_ascii_lowercase();
+        if !lower.starts_with("content-length:") && !lower.starts_with("connection:") {
             out.push_str(line);
             out.push_str("\r\n");
         }
