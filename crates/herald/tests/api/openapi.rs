@@ -18,6 +18,7 @@ use crate::helpers::{Engine, TestApp, expect_json};
 use crate::mail_setup::{DOMAIN, mail_world, wait_status};
 
 both_engines!(
+    openapi_declares_what_the_handlers_answer,
     openapi_document_validates_as_openapi_3_1,
     generated_python_client_sends_and_lists_contacts,
     schemathesis_finds_no_contract_violation,
@@ -86,6 +87,86 @@ async fn save_document(app: &TestApp, dir: &Path) -> PathBuf {
     let path = dir.join("openapi.json");
     std::fs::write(&path, doc.to_string()).unwrap();
     path
+}
+
+/// Runs without Python: the document's promises that the issue found broken.
+async fn openapi_declares_what_the_handlers_answer(engine: Engine) {
+    let app = engine.app().await;
+    let p = app.project().await;
+    let doc = expect_json(
+        app.client
+            .get(app.url("/openapi.json"))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    let schemas = &doc["components"]["schemas"];
+    // Field values are the stored JSON values (scalars here), not objects.
+    app.create_contact(
+        &p.secret_key,
+        serde_json::json!({"email": "a@example.org", "data": {"plan": "pro"}}),
+    )
+    .await;
+    let values = expect_json(
+        app.get("/contacts/fields/plan/values", &p.secret_key).await,
+        200,
+    )
+    .await;
+    assert_eq!(values["values"], serde_json::json!(["pro"]));
+    let item_types = &schemas["FieldValues"]["properties"]["values"]["items"]["type"];
+    assert!(
+        item_types
+            .as_array()
+            .is_some_and(|t| t.contains(&Value::from("string"))),
+        "{item_types}"
+    );
+    // /contacts/lookup: `emails` required, at most 500 email strings.
+    let lookup = &schemas["LookupRequest"];
+    assert_eq!(
+        lookup["required"],
+        serde_json::json!(["emails"]),
+        "{lookup}"
+    );
+    assert_eq!(lookup["properties"]["emails"]["maxItems"], 500, "{lookup}");
+    assert_eq!(
+        lookup["properties"]["emails"]["items"]["format"], "email",
+        "{lookup}"
+    );
+    // Every response is described; errors carry the envelope; shared statuses are declared.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            let has = |s: &str| responses.contains_key(s);
+            let public = [
+                "/health",
+                "/config",
+                "/auth/signup",
+                "/auth/login",
+                "/auth/logout",
+            ];
+            assert!(has("429"), "{method} {path}");
+            assert!(
+                public.contains(&path.as_str()) || has("401"),
+                "{method} {path}"
+            );
+            assert!(!path.contains('{') || has("404"), "{method} {path}");
+            if op.get("requestBody").is_some() {
+                for s in ["400", "413", "415", "422"] {
+                    assert!(has(s), "{method} {path} lacks {s}");
+                }
+            }
+            for (status, res) in responses {
+                assert!(res["description"].is_string(), "{method} {path} {status}");
+                if status.starts_with('4') || status.starts_with('5') {
+                    // The envelope, unless the handler declares its own body (/health's 503).
+                    let schema = &res["content"]["application/json"]["schema"];
+                    assert!(schema["$ref"].is_string(), "{method} {path} {status}");
+                }
+            }
+        }
+    }
 }
 
 async fn openapi_document_validates_as_openapi_3_1(engine: Engine) {
@@ -159,7 +240,50 @@ async fn schemathesis_finds_no_contract_violation(engine: Engine) {
             "-H",
             &format!("Authorization: Bearer {}", w.project.secret_key),
         ])
-        .current_dir(dir.path())
-        .env("SCHEMATHESIS_HOOKS", "");
-    run(cmd, "schemathesis").await;
+        .current_dir(dir.path());
+    run(cmd, "schemathesis (project operations)").await;
+
+    // The account routes take a session only: a second run signs in, and hands the cookie to
+    // schemathesis as the `session` scheme so its auth checks can remove it.
+    let cookie = session_cookie(&w.app).await;
+    let config = dir.path().join("schemathesis.toml");
+    std::fs::write(
+        &config,
+        format!("[auth.openapi.session]\napi_key = \"{cookie}\"\n"),
+    )
+    .unwrap();
+    let mut cmd = Command::new(bin.join("schemathesis"));
+    cmd.arg("--config-file")
+        .arg(&config)
+        .arg("run")
+        .arg(&doc)
+        .args(["--url", &w.app.base])
+        .args(["--include-path-regex", "^/users/"])
+        .args(["--checks", "all"])
+        .args(["--exclude-checks", "positive_data_acceptance"])
+        .args(["--max-examples", EXAMPLES, "--seed", "20261123"])
+        .args(["--no-color", "--request-timeout", "10"])
+        .current_dir(dir.path());
+    run(cmd, "schemathesis (account operations)").await;
+}
+
+/// Signs up a new user and returns the value of its session cookie.
+async fn session_cookie(app: &TestApp) -> String {
+    let email = format!("fuzz-{}@example.com", uuid::Uuid::new_v4().simple());
+    let res = app
+        .client
+        .post(app.url("/auth/signup"))
+        .json(&serde_json::json!({"email": email, "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let set_cookie = res
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("Set-Cookie")
+        .to_owned();
+    let pair = set_cookie.split(';').next().unwrap_or_default();
+    pair.split_once('=').expect("name=value").1.to_owned()
 }
