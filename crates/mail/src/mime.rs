@@ -11,10 +11,13 @@
 //!   attachments exist the whole is wrapped in `multipart/mixed`. With only one of text/html
 //!   non-empty, that single part replaces the alternative.
 //! - Exactly one each of `From`, `To`, `Subject`, `Date`, `Message-ID`, `MIME-Version`; custom
-//!   headers can never duplicate or replace these (or other structural headers): reserved
-//!   names are refused with [`MimeError::ReservedHeader`].
-//! - No value supplied by the caller can inject a header: CR or LF anywhere in a header value,
-//!   name, address, Message-ID, Content-ID, filename or unsubscribe URL is an error.
+//!   headers can never duplicate or replace these (or other structural headers): custom
+//!   headers follow `herald_core::headers::custom_header`, the rule the API validates with
+//!   (reserved names are [`MimeError::ReservedHeader`]; `In-Reply-To` and `References` pass).
+//! - No value supplied by the caller can inject a header: the subject, display names and
+//!   custom header values follow `herald_core::rules::header_text` (no C0 control but tab,
+//!   [`MimeError::InvalidCharacters`]); CR or LF in an address, Message-ID, Content-ID,
+//!   filename or unsubscribe URL is an error.
 //! - `List-Unsubscribe: <url>` and, when `one_click`, `List-Unsubscribe-Post:
 //!   List-Unsubscribe=One-Click` (RFC 8058); both are DKIM-signed by [`crate::dkim`].
 
@@ -67,7 +70,8 @@ pub struct OutgoingMessage {
     pub subject: String,
     pub html: String,
     pub text: String,
-    /// Custom headers, validated upstream; CR/LF and reserved names are still refused here.
+    /// Custom headers, validated upstream by the same rule (`herald_core::headers`), which is
+    /// checked again here.
     pub headers: Vec<(String, String)>,
     pub list_unsubscribe: Option<ListUnsubscribe>,
     pub attachments: Vec<Attachment>,
@@ -84,6 +88,10 @@ pub enum MimeError {
     InvalidHeaderName(String),
     #[error("header {0:?} is set by Herald and cannot be given as a custom header")]
     ReservedHeader(String),
+    #[error("{0}")]
+    InvalidCharacters(String),
+    #[error("header {0:?}: {1}")]
+    InvalidHeaderValue(String, String),
     #[error("invalid Message-ID {0:?}")]
     InvalidMessageId(String),
     #[error("invalid Content-ID {0:?}")]
@@ -100,33 +108,24 @@ pub enum MimeError {
     Build(String),
 }
 
-/// Headers Herald writes itself; custom headers may not use these names.
-pub const RESERVED_HEADERS: &[&str] = &[
-    "from",
-    "sender",
-    "to",
-    "cc",
-    "bcc",
-    "reply-to",
-    "subject",
-    "date",
-    "message-id",
-    "in-reply-to",
-    "references",
-    "mime-version",
-    "content-type",
-    "content-transfer-encoding",
-    "content-disposition",
-    "content-id",
-    "list-unsubscribe",
-    "list-unsubscribe-post",
-    "dkim-signature",
-    "return-path",
-    "received",
-];
-
 const MAX_LINE: usize = 998;
 const MAX_URL: usize = 900;
+
+/// The header character rule of `herald_core::rules` for a header-bound string.
+fn header_text(what: &str, value: &str) -> Result<(), MimeError> {
+    herald_core::rules::header_text(value, what)
+        .map_err(|v| MimeError::InvalidCharacters(v.message))
+}
+
+/// The custom-header rule of `herald_core::headers`, the one the API answered 422 with.
+fn custom_header(name: &str, value: &str) -> Result<HeaderValue, MimeError> {
+    herald_core::headers::custom_header(name, value).map_err(|v| match v.code {
+        "reserved_header" => MimeError::ReservedHeader(name.to_owned()),
+        "invalid_header_name" => MimeError::InvalidHeaderName(name.to_owned()),
+        _ => MimeError::InvalidHeaderValue(name.to_owned(), v.message),
+    })?;
+    raw_header(name, value)
+}
 
 fn no_line_break(what: &str, value: &str) -> Result<(), MimeError> {
     if value.contains(['\r', '\n']) {
@@ -148,7 +147,7 @@ fn mailbox(field: &'static str, m: &Mailbox) -> Result<LettreMailbox, MimeError>
         })?;
     let name = match &m.name {
         Some(n) => {
-            no_line_break(field, n)?;
+            header_text(&format!("the display name of {field}"), n)?;
             let n = n.trim();
             (!n.is_empty()).then(|| n.to_owned())
         }
@@ -275,7 +274,7 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
     if !check_msg_id(message_id) {
         return Err(MimeError::InvalidMessageId(msg.message_id.clone()));
     }
-    no_line_break("Subject", &msg.subject)?;
+    header_text("Subject", &msg.subject)?;
 
     let mut builder = Message::builder()
         .from(mailbox("From", &msg.from)?)
@@ -317,13 +316,7 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
     }
 
     for (name, value) in &msg.headers {
-        let name = name.trim();
-        no_line_break("header name", name)?;
-        let lower = name.to_ascii_lowercase();
-        if RESERVED_HEADERS.contains(&lower.as_str()) {
-            return Err(MimeError::ReservedHeader(name.to_owned()));
-        }
-        builder = builder.raw_header(raw_header(name, value.trim())?);
+        builder = builder.raw_header(custom_header(name, value.trim())?);
     }
 
     let text = normalize_text(&msg.text);
@@ -654,6 +647,35 @@ mod tests {
     }
 
     #[test]
+    fn threading_headers_pass_and_every_reserved_name_is_refused() {
+        let mut m = base();
+        m.headers = vec![
+            ("In-Reply-To".into(), "<a@example.com>".into()),
+            (
+                "References".into(),
+                "<r@example.com> <a@example.com>".into(),
+            ),
+        ];
+        let raw = build(&m).unwrap();
+        let p = MessageParser::default().parse(&raw).unwrap();
+        assert_eq!(p.in_reply_to().as_text(), Some("a@example.com"));
+        assert_eq!(
+            p.references().as_text_list().map(|l| l.len()),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&raw)
+        );
+        for name in herald_core::headers::RESERVED {
+            let mut m = base();
+            m.headers = vec![(name.to_ascii_lowercase(), "v".into())];
+            assert!(
+                matches!(build(&m), Err(MimeError::ReservedHeader(_))),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn refuses_injection_and_bad_input() {
         type Case = (OutgoingMessage, fn(&MimeError) -> bool);
         let cases: Vec<Case> = vec![
@@ -662,14 +684,14 @@ mod tests {
                     headers: vec![("X-Evil".into(), "a\r\nBcc: victim@example.com".into())],
                     ..base()
                 },
-                |e| matches!(e, MimeError::LineBreak(_)),
+                |e| matches!(e, MimeError::InvalidHeaderValue(..)),
             ),
             (
                 OutgoingMessage {
                     headers: vec![("X-Evil\nBcc".into(), "a".into())],
                     ..base()
                 },
-                |e| matches!(e, MimeError::LineBreak(_)),
+                |e| matches!(e, MimeError::InvalidHeaderName(_)),
             ),
             (
                 OutgoingMessage {
@@ -697,7 +719,7 @@ mod tests {
                     subject: "hi\nBcc: x@example.com".into(),
                     ..base()
                 },
-                |e| matches!(e, MimeError::LineBreak(_)),
+                |e| matches!(e, MimeError::InvalidCharacters(_)),
             ),
             (
                 OutgoingMessage {
@@ -707,7 +729,7 @@ mod tests {
                     },
                     ..base()
                 },
-                |e| matches!(e, MimeError::LineBreak(_)),
+                |e| matches!(e, MimeError::InvalidCharacters(_)),
             ),
             (
                 OutgoingMessage {
@@ -806,7 +828,28 @@ mod tests {
                     headers: vec![("X-Long".into(), "y".repeat(1200))],
                     ..base()
                 },
-                |e| matches!(e, MimeError::LineTooLong),
+                |e| matches!(e, MimeError::InvalidHeaderValue(..)),
+            ),
+            (
+                OutgoingMessage {
+                    subject: "red \u{1b}[31m alert".into(),
+                    ..base()
+                },
+                |e| matches!(e, MimeError::InvalidCharacters(_)),
+            ),
+            (
+                OutgoingMessage {
+                    headers: vec![("X-Note".into(), "a\u{b}b".into())],
+                    ..base()
+                },
+                |e| matches!(e, MimeError::InvalidHeaderValue(..)),
+            ),
+            (
+                OutgoingMessage {
+                    headers: vec![("X".repeat(77), "v".into())],
+                    ..base()
+                },
+                |e| matches!(e, MimeError::InvalidHeaderName(_)),
             ),
         ];
         for (i, (m, check)) in cases.into_iter().enumerate() {

@@ -10,6 +10,7 @@ mod crash;
 mod domains;
 mod errors;
 mod fields;
+mod header_rules;
 mod outbox;
 mod sending;
 mod templates;
