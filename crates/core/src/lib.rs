@@ -5,8 +5,11 @@
 pub mod clock;
 pub mod email;
 pub mod fields;
+pub mod headers;
 pub mod html_text;
 pub mod ids;
+pub mod kinds;
 pub mod message_status;
+pub mod rules;
 pub mod template;
 pub mod time;

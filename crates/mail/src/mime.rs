@@ -16,10 +16,13 @@
 //!   attachments exist the whole is wrapped in `multipart/mixed`. With only one of text/html
 //!   non-empty, that single part replaces the alternative.
 //! - Exactly one each of `From`, `To`, `Subject`, `Date`, `Message-ID`, `MIME-Version`; custom
-//!   headers can never duplicate or replace these (or other structural headers): reserved
-//!   names are refused with [`MimeError::ReservedHeader`].
-//! - No value supplied by the caller can inject a header: CR or LF anywhere in a header value,
-//!   name, address, Message-ID, Content-ID, filename or unsubscribe URL is an error.
+//!   headers can never duplicate or replace these (or other structural headers): custom
+//!   headers follow `herald_core::headers::custom_header`, the rule the API validates with
+//!   (reserved names are [`MimeError::ReservedHeader`]; `In-Reply-To` and `References` pass).
+//! - No value supplied by the caller can inject a header: the subject, display names and
+//!   custom header values follow `herald_core::rules::header_text` (no C0 control but tab,
+//!   [`MimeError::InvalidCharacters`]); CR or LF in an address, Message-ID, Content-ID,
+//!   filename or unsubscribe URL is an error.
 //! - `List-Unsubscribe: <url>` and, when `one_click`, `List-Unsubscribe-Post:
 //!   List-Unsubscribe=One-Click` (RFC 8058); both are DKIM-signed by [`crate::dkim`].
 
@@ -91,6 +94,10 @@ pub enum MimeError {
     InvalidHeaderName(String),
     #[error("header {0:?} is set by Herald and cannot be given as a custom header")]
     ReservedHeader(String),
+    #[error("{0}")]
+    InvalidCharacters(String),
+    #[error("header {0:?}: {1}")]
+    InvalidHeaderValue(String, String),
     #[error("invalid Message-ID {0:?}")]
     InvalidMessageId(String),
     #[error("invalid Content-ID {0:?}")]
@@ -107,35 +114,26 @@ pub enum MimeError {
     Build(String),
 }
 
-/// Headers Herald writes itself; custom headers may not use these names.
-pub const RESERVED_HEADERS: &[&str] = &[
-    "from",
-    "sender",
-    "to",
-    "cc",
-    "bcc",
-    "reply-to",
-    "subject",
-    "date",
-    "message-id",
-    "in-reply-to",
-    "references",
-    "mime-version",
-    "content-type",
-    "content-transfer-encoding",
-    "content-disposition",
-    "content-id",
-    "list-unsubscribe",
-    "list-unsubscribe-post",
-    "dkim-signature",
-    "return-path",
-    "received",
-];
-
 const MAX_LINE: usize = crate::header_text::MAX_LINE;
 /// Longest custom header name (lettre's limit; the API allows no more).
 const MAX_HEADER_NAME: usize = 76;
 const MAX_URL: usize = 900;
+
+/// The header character rule of `herald_core::rules` for a header-bound string.
+fn header_text(what: &str, value: &str) -> Result<(), MimeError> {
+    herald_core::rules::header_text(value, what)
+        .map_err(|v| MimeError::InvalidCharacters(v.message))
+}
+
+/// The custom-header rule of `herald_core::headers`, the one the API answered 422 with.
+fn custom_header(name: &str, value: &str) -> Result<HeaderValue, MimeError> {
+    herald_core::headers::custom_header(name, value).map_err(|v| match v.code {
+        "reserved_header" => MimeError::ReservedHeader(name.to_owned()),
+        "invalid_header_name" => MimeError::InvalidHeaderName(name.to_owned()),
+        _ => MimeError::InvalidHeaderValue(name.to_owned(), v.message),
+    })?;
+    raw_header(name, value)
+}
 
 fn no_line_break(what: &str, value: &str) -> Result<(), MimeError> {
     if value.contains(['\r', '\n']) {
@@ -162,7 +160,7 @@ fn mailbox(field: &'static str, m: &Mailbox) -> Result<LettreMailbox, MimeError>
     let address = address(field, &m.email)?;
     let name = match &m.name {
         Some(n) => {
-            no_line_break(field, n)?;
+            header_text(&format!("the display name of {field}"), n)?;
             let n = n.trim();
             (!n.is_empty()).then(|| n.to_owned())
         }
@@ -290,7 +288,7 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
     if !check_msg_id(message_id) {
         return Err(MimeError::InvalidMessageId(msg.message_id.clone()));
     }
-    no_line_break("Subject", &msg.subject)?;
+    header_text("Subject", &msg.subject)?;
 
     let mut builder = Message::builder()
         .from(mailbox("From", &msg.from)?)
@@ -336,13 +334,7 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
     }
 
     for (name, value) in &msg.headers {
-        let name = name.trim();
-        no_line_break("header name", name)?;
-        let lower = name.to_ascii_lowercase();
-        if RESERVED_HEADERS.contains(&lower.as_str()) {
-            return Err(MimeError::ReservedHeader(name.to_owned()));
-        }
-        builder = builder.raw_header(raw_header(name, value.trim())?);
+        builder = builder.raw_header(custom_header(name, value.trim())?);
     }
 
     let text = normalize_text(&msg.text);

@@ -1,6 +1,7 @@
 //! Users, projects, memberships and the project's API keys (secret keys only as hashes).
 
 use herald_core::ids::Uuid;
+use herald_core::kinds::{Role, TrackingMode};
 use herald_core::time::Millis;
 use sqlx::{AssertSqlSafe, FromRow};
 
@@ -20,7 +21,8 @@ pub struct Project {
     pub name: String,
     pub public_key: String,
     pub secret_key_prefix: String,
-    pub tracking: String,
+    #[sqlx(try_from = "String")]
+    pub tracking: TrackingMode,
     pub language: String,
     pub disabled: bool,
     pub disabled_reason: Option<String>,
@@ -33,7 +35,8 @@ pub struct Project {
 pub struct Membership {
     #[sqlx(flatten)]
     pub project: Project,
-    pub role: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
 }
 
 /// The keys of a project as stored: the public key in clear, the secret one hashed.
@@ -47,7 +50,7 @@ pub struct StoredKeys {
 #[derive(Clone, Debug, Default)]
 pub struct ProjectChanges {
     pub name: Option<String>,
-    pub tracking: Option<String>,
+    pub tracking: Option<TrackingMode>,
     pub language: Option<String>,
 }
 
@@ -112,10 +115,11 @@ impl Store {
             .await?;
             sqlx::query(
                 "INSERT INTO project_members (project_id, user_id, role, created_at) \
-                 VALUES ($1, $2, 'OWNER', $3)",
+                 VALUES ($1, $2, $3, $4)",
             )
             .bind(id)
             .bind(owner)
+            .bind(Role::Owner.as_str())
             .bind(now)
             .execute(&mut *conn)
             .await?;
@@ -166,7 +170,7 @@ impl Store {
     }
 
     /// The role of `user` in `project`, if a member.
-    pub async fn member_role(&self, project: Uuid, user: Uuid) -> StoreResult<Option<String>> {
+    pub async fn member_role(&self, project: Uuid, user: Uuid) -> StoreResult<Option<Role>> {
         let q = "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2";
         let role: Option<(String,)> = db_read!(self, |pool| {
             sqlx::query_as(q)
@@ -175,7 +179,8 @@ impl Store {
                 .fetch_optional(pool)
                 .await?
         });
-        Ok(role.map(|r| r.0))
+        role.map(|(r,)| Role::parse(&r).map_err(|e| StoreError::Other(e.into())))
+            .transpose()
     }
 
     pub async fn update_project(
@@ -190,7 +195,7 @@ impl Store {
             sqlx::query(q)
                 .bind(id)
                 .bind(&changes.name)
-                .bind(&changes.tracking)
+                .bind(changes.tracking.map(TrackingMode::as_str))
                 .bind(&changes.language)
                 .bind(now)
                 .execute(pool)

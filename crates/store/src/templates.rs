@@ -6,6 +6,7 @@
 //! is scoped by project: another project's id is simply absent.
 
 use herald_core::ids::{Uuid, new_id};
+use herald_core::kinds::TemplateType;
 use herald_core::time::Millis;
 use sqlx::{AssertSqlSafe, FromRow};
 
@@ -18,8 +19,9 @@ pub struct Template {
     pub name: String,
     pub subject: String,
     pub body: String,
-    /// TRANSACTIONAL, MARKETING or HEADLESS.
-    pub template_type: String,
+    /// Stored as its name (TRANSACTIONAL, MARKETING or HEADLESS).
+    #[sqlx(try_from = "String")]
+    pub template_type: TemplateType,
     pub from_email: Option<String>,
     pub from_name: Option<String>,
     pub reply_to: Option<String>,
@@ -36,7 +38,7 @@ pub struct NewTemplate<'a> {
     pub name: &'a str,
     pub subject: &'a str,
     pub body: &'a str,
-    pub template_type: &'a str,
+    pub template_type: TemplateType,
     pub from_email: Option<&'a str>,
     pub from_name: Option<&'a str>,
     pub reply_to: Option<&'a str>,
@@ -49,7 +51,7 @@ pub struct TemplateUpdate<'a> {
     pub name: Option<&'a str>,
     pub subject: Option<&'a str>,
     pub body: Option<&'a str>,
-    pub template_type: Option<&'a str>,
+    pub template_type: Option<TemplateType>,
     pub from_email: Option<Option<&'a str>>,
     pub from_name: Option<Option<&'a str>>,
     pub reply_to: Option<Option<&'a str>>,
@@ -67,7 +69,7 @@ impl TemplateUpdate<'_> {
             name: pick(self.name, &old.name),
             subject: pick(self.subject, &old.subject),
             body: pick(self.body, &old.body),
-            template_type: pick(self.template_type, &old.template_type),
+            template_type: self.template_type.unwrap_or(old.template_type),
             from_email: pick_opt(self.from_email, &old.from_email),
             from_name: pick_opt(self.from_name, &old.from_name),
             reply_to: pick_opt(self.reply_to, &old.reply_to),
@@ -79,7 +81,7 @@ impl TemplateUpdate<'_> {
 /// What a listing keeps: an exact type and a case-insensitive substring of name or subject.
 #[derive(Default)]
 pub struct TemplateFilter<'a> {
-    pub template_type: Option<&'a str>,
+    pub template_type: Option<TemplateType>,
     pub search: Option<&'a str>,
 }
 
@@ -101,7 +103,7 @@ fn filter_clause(filter: &TemplateFilter<'_>) -> (String, Vec<String>) {
     let mut clause = String::from("project_id = $1");
     let mut binds = Vec::new();
     if let Some(t) = filter.template_type {
-        binds.push(t.to_owned());
+        binds.push(t.as_str().to_owned());
         clause.push_str(&format!(" AND type = ${}", binds.len() + 1));
     }
     if let Some(s) = filter.search {
@@ -121,7 +123,7 @@ impl Store {
             name: new.name.to_owned(),
             subject: new.subject.to_owned(),
             body: new.body.to_owned(),
-            template_type: new.template_type.to_owned(),
+            template_type: new.template_type,
             from_email: new.from_email.map(str::to_owned),
             from_name: new.from_name.map(str::to_owned),
             reply_to: new.reply_to.map(str::to_owned),
@@ -145,7 +147,7 @@ impl Store {
             .bind(&t.name)
             .bind(&t.subject)
             .bind(&t.body)
-            .bind(&t.template_type)
+            .bind(t.template_type.as_str())
             .bind(&t.from_email)
             .bind(&t.from_name)
             .bind(&t.reply_to)
@@ -205,7 +207,7 @@ impl Store {
             .bind(&t.name)
             .bind(&t.subject)
             .bind(&t.body)
-            .bind(&t.template_type)
+            .bind(t.template_type.as_str())
             .bind(&t.from_email)
             .bind(&t.from_name)
             .bind(&t.reply_to)
@@ -311,7 +313,7 @@ mod tests {
     #[test]
     fn filters_number_their_binds_after_the_project() {
         let (clause, binds) = filter_clause(&TemplateFilter {
-            template_type: Some("MARKETING"),
+            template_type: Some(TemplateType::Marketing),
             search: Some("50%"),
         });
         assert_eq!(binds, ["MARKETING", "%50\\%%"]);

@@ -29,26 +29,8 @@ pub enum KeyKind {
     Secret,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Role {
-    Owner,
-    Admin,
-    Member,
-}
-
-impl Role {
-    pub fn parse(s: &str) -> Role {
-        match s {
-            "OWNER" => Role::Owner,
-            "ADMIN" => Role::Admin,
-            _ => Role::Member,
-        }
-    }
-
-    pub fn can_manage(&self) -> bool {
-        matches!(self, Role::Owner | Role::Admin)
-    }
-}
+/// A member's role, as `herald-core` defines it.
+pub use herald_core::kinds::Role;
 
 #[derive(Clone, Debug)]
 pub enum Principal {
@@ -191,7 +173,7 @@ async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, Api
             let Some(project) = state.store.project_by_id(id).await? else {
                 return Ok(without());
             };
-            Some((Arc::new(project), Role::parse(&role)))
+            Some((Arc::new(project), role))
         }
     };
     Ok(Principal::Session { user, project })
@@ -345,7 +327,7 @@ impl ProjectOrUser {
             .await?
             .map(|project| ProjectAuth {
                 project: Arc::new(project),
-                user: Some((user, Role::parse(&role))),
+                user: Some((user, role)),
             }))
     }
 }

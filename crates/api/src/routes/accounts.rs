@@ -6,6 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use herald_core::email::EmailAddress;
 use herald_core::ids::{Uuid, new_id};
+use herald_core::kinds::TrackingMode;
 use herald_core::time::iso;
 use herald_store::StoreError;
 use herald_store::accounts::{Project, ProjectChanges, User};
@@ -69,25 +70,29 @@ pub struct ProjectResponse {
     /// Only in the answers of create and regenerate-keys: shown once, stored hashed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_key: Option<String>,
-    pub tracking: String,
+    /// ENABLED, DISABLED or MARKETING_ONLY.
+    #[schema(value_type = String)]
+    pub tracking: TrackingMode,
     pub language: String,
     pub disabled: bool,
     pub disabled_reason: Option<String>,
+    /// OWNER, ADMIN or MEMBER.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub role: Option<Role>,
     pub created_at: String,
     pub updated_at: String,
 }
 
 impl ProjectResponse {
-    fn new(p: &Project, secret_key: Option<String>, role: Option<String>) -> Self {
+    fn new(p: &Project, secret_key: Option<String>, role: Option<Role>) -> Self {
         Self {
             id: p.id.to_string(),
             name: p.name.clone(),
             public_key: p.public_key.clone(),
             secret_key_prefix: p.secret_key_prefix.clone(),
             secret_key,
-            tracking: p.tracking.clone(),
+            tracking: p.tracking,
             language: p.language.clone(),
             disabled: p.disabled,
             disabled_reason: p.disabled_reason.clone(),
@@ -230,7 +235,7 @@ async fn list_projects(
     let list = state.store.projects_of_user(auth.user).await?;
     Ok(Json(
         list.iter()
-            .map(|m| ProjectResponse::new(&m.project, None, Some(m.role.clone())))
+            .map(|m| ProjectResponse::new(&m.project, None, Some(m.role)))
             .collect(),
     ))
 }
@@ -280,7 +285,7 @@ async fn create_project(
         Json(ProjectResponse::new(
             &project,
             Some(keys.secret_key),
-            Some("OWNER".into()),
+            Some(Role::Owner),
         )),
     ))
 }
@@ -293,10 +298,10 @@ async fn role_in(state: &AppState, user: Uuid, raw_id: &str) -> ApiResult<(Uuid,
         .member_role(id, user)
         .await?
         .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Project"))?;
-    Ok((id, Role::parse(&role)))
+    Ok((id, role))
 }
 
-fn require_manager(role: &Role) -> ApiResult<()> {
+fn require_manager(role: Role) -> ApiResult<()> {
     if role.can_manage() {
         Ok(())
     } else {
@@ -326,18 +331,21 @@ async fn update_project(
     ApiJson(body): ApiJson<UpdateProjectRequest>,
 ) -> ApiResult<Json<ProjectResponse>> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
-    require_manager(&role)?;
+    require_manager(role)?;
     let mut errors = Vec::new();
     let name = project_name(body.name.as_deref(), false)?;
-    if let Some(t) = &body.tracking
-        && !["ENABLED", "DISABLED", "MARKETING_ONLY"].contains(&t.as_str())
-    {
-        errors.push(crate::error::FieldError::new(
-            "tracking",
-            "tracking must be ENABLED, DISABLED or MARKETING_ONLY",
-            "invalid_enum",
-        ));
-    }
+    let tracking = match body.tracking.as_deref().map(TrackingMode::parse) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(_)) => {
+            errors.push(crate::error::FieldError::new(
+                "tracking",
+                format!("tracking must be {}", TrackingMode::EXPECTED),
+                "invalid_enum",
+            ));
+            None
+        }
+    };
     if let Some(l) = &body.language {
         let ok =
             (2..=10).contains(&l.len()) && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
@@ -354,27 +362,14 @@ async fn update_project(
     }
     let changes = ProjectChanges {
         name,
-        tracking: body.tracking,
+        tracking,
         language: body.language,
     };
     let project = state
         .store
         .update_project(id, &changes, state.engine.now())
         .await?;
-    Ok(Json(ProjectResponse::new(
-        &project,
-        None,
-        Some(role_name(&role)),
-    )))
-}
-
-fn role_name(r: &Role) -> String {
-    match r {
-        Role::Owner => "OWNER",
-        Role::Admin => "ADMIN",
-        Role::Member => "MEMBER",
-    }
-    .into()
+    Ok(Json(ProjectResponse::new(&project, None, Some(role))))
 }
 
 /// Deletes a project and everything in it (owner only).
@@ -405,7 +400,7 @@ async fn regenerate_keys(
     Path(id): Path<String>,
 ) -> ApiResult<Json<ProjectResponse>> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
-    require_manager(&role)?;
+    require_manager(role)?;
     let keys = NewKeys::generate();
     let project = state
         .store
@@ -414,7 +409,7 @@ async fn regenerate_keys(
     Ok(Json(ProjectResponse::new(
         &project,
         Some(keys.secret_key),
-        Some(role_name(&role)),
+        Some(role),
     )))
 }
 

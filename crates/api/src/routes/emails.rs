@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use herald_core::time::iso;
-use herald_mail::transport::Transport;
+use herald_engine::send::RawError;
 use herald_store::messages::{Message, MessageFilter, MessageStatus, MessageSummary};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -218,20 +218,15 @@ async fn raw_email(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let m = load(&state, &auth, &id).await?;
-    let Transport::Outbox(outbox) = &state.engine.transport else {
-        return Err(ApiError::not_found("NOT_FOUND", "Raw message")
-            .with_suggestion("Raw messages are kept only by the local outbox transport"));
-    };
-    match outbox.read(&m.id.to_string()) {
+    match state.engine.raw_message(m.id).await {
         Ok(bytes) => Ok(([(header::CONTENT_TYPE, "message/rfc822")], bytes).into_response()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(
-                ApiError::not_found("NOT_FOUND", "Raw message").with_suggestion(format!(
-                    "The message is {}; its bytes exist once it is sent",
-                    m.status
-                )),
-            )
-        }
-        Err(e) => Err(ApiError::internal(e)),
+        Err(RawError::NotKept) => Err(ApiError::not_found("NOT_FOUND", "Raw message")
+            .with_suggestion("Raw messages are kept only by the local outbox transport")),
+        Err(RawError::NotFound) => Err(ApiError::not_found("NOT_FOUND", "Raw message")
+            .with_suggestion(format!(
+                "The message is {}; its bytes exist once it is sent",
+                m.status
+            ))),
+        Err(e @ RawError::Io(_)) => Err(ApiError::internal(e)),
     }
 }

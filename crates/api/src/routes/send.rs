@@ -1,12 +1,13 @@
-//! `POST /v1/send`: validates, checks the sender domain, and hands a [`SendPlan`] to the
-//! engine, which answers once every message is durably queued.
+//! `POST /v1/send`: validates the request (`send_parse`), merges it with its template (the
+//! engine's `merge_with_template`, the rule campaigns and workflows share), checks the sender
+//! domain, and hands a [`SendPlan`] to the engine, which answers once every message is
+//! durably queued.
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
-use herald_core::email::EmailAddress;
 use herald_core::time::iso;
-use herald_engine::send::{AcceptError, SendPlan};
+use herald_engine::send::{AcceptError, SendOverrides, SendPlan, merge_with_template};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -135,74 +136,56 @@ async fn send(
     };
     let mut p = Problems(Vec::new());
     let recipients = parse::recipients(req.to.as_ref(), &mut p);
-    let subject = parse::subject(req.subject.as_deref(), &mut p)
-        .or_else(|| template.as_ref().map(|t| t.subject.clone()));
-    if subject.is_none() && req.subject.is_none() {
-        p.push(
-            "subject",
-            "subject is required unless a template is given",
-            "required",
-        );
-    }
+    let subject = parse::subject(req.subject.as_deref(), &mut p);
     let body = match req.body.as_deref() {
-        Some("") => {
-            p.push("body", "body must not be empty", "invalid_length");
+        Some(b) if b.trim().is_empty() => {
+            p.push("body", "body must not be empty", "required");
             None
         }
-        Some(b) => Some(b.to_owned()),
-        None => template.as_ref().map(|t| t.body.clone()),
+        b => b.map(str::to_owned),
     };
-    if body.is_none() && req.body.is_none() {
-        p.push(
-            "body",
-            "body is required unless a template is given",
-            "required",
-        );
-    }
-    let from = match (&req.from, &template) {
-        (Some(f), _) => parse::mailbox(f, "from", &mut p),
-        (None, Some(t)) => t
-            .from_email
-            .as_deref()
-            .and_then(|e| EmailAddress::parse(e).ok())
-            .map(|email| herald_engine::send::Recipient {
-                email,
-                name: t.from_name.clone(),
-            }),
-        (None, None) => None,
-    };
-    if from.is_none() && req.from.is_none() {
-        p.push(
-            "from",
-            "from is required unless the template has a sender",
-            "required",
-        );
-    }
-    let deprecated_name = parse::display_name(
+    let from = req
+        .from
+        .as_ref()
+        .and_then(|f| parse::mailbox(f, "from", &mut p));
+    let fallback_from_name = parse::display_name(
         req.name.as_ref().map(|n| Value::String(n.clone())).as_ref(),
         "name",
         &mut p,
     );
-    let reply_to = match req.reply.as_deref() {
-        Some(r) => match EmailAddress::parse(r) {
-            Ok(e) => Some(e.into_string()),
-            Err(e) => {
-                p.push("reply", e.to_string(), "invalid_email");
-                None
-            }
-        },
-        None => template.as_ref().and_then(|t| t.reply_to.clone()),
-    };
+    let reply_to = req
+        .reply
+        .as_deref()
+        .and_then(|r| parse::address(r, "reply", &mut p));
     let custom_headers = parse::headers(req.headers.as_ref(), &mut p);
     let (attachments, attachment_bytes) = parse::attachments(req.attachments.as_ref(), &mut p)?;
     let data = data_field(req.data.as_ref(), &mut p.0);
+    let overrides = SendOverrides {
+        subject,
+        body,
+        from,
+        fallback_from_name,
+        reply_to,
+    };
+    let merged = match merge_with_template(overrides, template.as_ref()) {
+        Ok(m) => Some(m),
+        Err(missing) => {
+            // A field already refused as given is not reported missing as well.
+            for m in missing {
+                if !p.has(m.field) {
+                    p.push(m.field, m.message, "required");
+                }
+            }
+            None
+        }
+    };
     if !p.0.is_empty() {
         return Err(ApiError::validation(p.0));
     }
-    let (Some(subject), Some(body), Some(from)) = (subject, body, from) else {
+    let Some(merged) = merged else {
         return Err(ApiError::bad_request("subject, body and from are required"));
     };
-    let estimated = attachment_bytes * 4 / 3 + body.len() * 2 + subject.len() + 4096;
+    let estimated = attachment_bytes * 4 / 3 + merged.body.len() * 2 + merged.subject.len() + 4096;
     if estimated > parse::MAX_MESSAGE_BYTES {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -215,21 +198,18 @@ async fn send(
     }
     state
         .engine
-        .require_verified_sender(auth.id(), &from.email)
+        .require_verified_sender(auth.id(), &merged.from)
         .await?;
-    let from_name = from.name.or(deprecated_name);
     let plan = SendPlan {
         project_id: auth.id(),
         recipients,
-        subject,
-        body,
-        from: from.email,
-        from_name,
-        reply_to,
-        template_id: template.as_ref().map(|t| t.id),
-        marketing: template
-            .as_ref()
-            .is_some_and(|t| t.template_type == "MARKETING"),
+        marketing: merged.skips_unsubscribed(),
+        subject: merged.subject,
+        body: merged.body,
+        from: merged.from,
+        from_name: merged.from_name,
+        reply_to: merged.reply_to,
+        template_id: merged.template_id,
         subscribed: req.subscribed,
         data,
         headers: custom_headers,

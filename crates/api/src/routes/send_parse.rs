@@ -1,10 +1,14 @@
-//! Validation of a `/v1/send` body into a [`SendPlan`]: every problem is reported with its
-//! field path, limits are those of SPEC.md (10 attachments, 10 MB decoded, 40 MB message),
-//! and nothing that could inject a header (CR, LF) gets through.
+//! Validation of a `/v1/send` body: every problem is reported with its field path, limits are
+//! those of SPEC.md (10 attachments, 10 MB decoded, 40 MB message). Subjects, display names,
+//! addresses and custom headers follow the rules of `herald_core::rules` and
+//! `herald_core::headers` (the ones templates and the MIME builder use), so nothing accepted
+//! here can inject a header or fail at compose time for a header reason.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use herald_core::email::EmailAddress;
+use herald_core::headers;
+use herald_core::rules::{self, Violation};
 use herald_engine::send::{AttachmentIn, Recipient};
 use serde_json::Value;
 
@@ -14,24 +18,6 @@ pub const MAX_RECIPIENTS: usize = 50;
 pub const MAX_ATTACHMENTS: usize = 10;
 pub const MAX_ATTACHMENT_BYTES: usize = 10 * 1024 * 1024;
 pub const MAX_MESSAGE_BYTES: usize = 40 * 1024 * 1024;
-pub const MAX_SUBJECT: usize = 998;
-pub const MAX_HEADER_VALUE: usize = 998;
-
-/// Headers Herald writes itself; a request cannot set them.
-const RESERVED_HEADERS: [&str; 12] = [
-    "from",
-    "to",
-    "cc",
-    "bcc",
-    "subject",
-    "date",
-    "message-id",
-    "reply-to",
-    "mime-version",
-    "content-type",
-    "content-transfer-encoding",
-    "dkim-signature",
-];
 
 pub struct Problems(pub Vec<FieldError>);
 
@@ -39,31 +25,40 @@ impl Problems {
     pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>, code: &str) {
         self.0.push(FieldError::new(field, message, code));
     }
+
+    /// Records a refused value under `field`.
+    pub fn refused(&mut self, field: impl Into<String>, v: Violation) {
+        self.0.push(FieldError::new(field, v.message, v.code));
+    }
+
+    /// True when `field` (or a field inside it, such as `from.email`) already has a problem.
+    pub fn has(&self, field: &str) -> bool {
+        self.0.iter().any(|e| {
+            e.field
+                .strip_prefix(field)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+    }
 }
 
-fn has_line_break(s: &str) -> bool {
-    s.contains(['\r', '\n'])
-}
-
-/// A display name: no line breaks or control characters, at most 200 characters.
+/// A display name (`herald_core::rules::display_name`); blank or `null` is none.
 pub fn display_name(raw: Option<&Value>, field: &str, p: &mut Problems) -> Option<String> {
     match raw {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) if s.chars().any(char::is_control) || s.chars().count() > 200 => {
-            p.push(
-                field,
-                "names are at most 200 characters without line breaks",
-                "invalid_name",
-            );
-            None
-        }
-        Some(Value::String(s)) => Some(s.trim().to_owned()),
+        Some(Value::String(s)) => rules::display_name(s)
+            .map_err(|v| p.refused(field, v))
+            .ok()
+            .flatten(),
         Some(_) => {
             p.push(field, "must be a string", "invalid_type");
             None
         }
     }
+}
+
+/// An address (`herald_core::rules::address`).
+pub fn address(raw: &str, field: &str, p: &mut Problems) -> Option<EmailAddress> {
+    rules::address(raw).map_err(|v| p.refused(field, v)).ok()
 }
 
 /// `"a@b.c"`, `"Name <a@b.c>"` or `{name, email}`.
@@ -94,13 +89,8 @@ pub fn mailbox(raw: &Value, field: &str, p: &mut Problems) -> Option<Recipient> 
         }
     };
     let name = display_name(name.as_ref(), &format!("{field}.name"), p);
-    match EmailAddress::parse(&email) {
-        Ok(email) => Some(Recipient { email, name }),
-        Err(e) => {
-            p.push(field, e.to_string(), "invalid_email");
-            None
-        }
-    }
+    let email = address(&email, field, p)?;
+    Some(Recipient { email, name })
 }
 
 pub fn recipients(raw: Option<&Value>, p: &mut Problems) -> Vec<Recipient> {
@@ -139,26 +129,15 @@ pub fn recipients(raw: Option<&Value>, p: &mut Problems) -> Vec<Recipient> {
     out
 }
 
+/// A subject given in the request (`herald_core::rules::subject`); `None` when absent.
 pub fn subject(raw: Option<&str>, p: &mut Problems) -> Option<String> {
-    let s = raw?;
-    if s.is_empty() || s.chars().count() > MAX_SUBJECT {
-        p.push(
-            "subject",
-            format!("subject must be 1 to {MAX_SUBJECT} characters"),
-            "invalid_length",
-        );
-    } else if has_line_break(s) {
-        p.push(
-            "subject",
-            "subject must not contain line breaks",
-            "line_break",
-        );
-    } else {
-        return Some(s.to_owned());
-    }
-    None
+    rules::subject(raw?)
+        .map_err(|v| p.refused("subject", v))
+        .ok()
 }
 
+/// Custom headers (`herald_core::headers::custom_header`), each problem under
+/// `headers.<name>`.
 pub fn headers(raw: Option<&Value>, p: &mut Problems) -> Vec<(String, String)> {
     let obj = match raw {
         None | Some(Value::Null) => return Vec::new(),
@@ -174,40 +153,16 @@ pub fn headers(raw: Option<&Value>, p: &mut Problems) -> Vec<(String, String)> {
     };
     let mut out = Vec::new();
     for (name, value) in obj {
-        let field = format!("headers.{name}");
-        let valid_name = !name.is_empty()
-            // 76: the longest name the MIME builder (lettre) can write.
-            && name.len() <= 76
-            && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-        if !valid_name {
-            p.push(
-                field,
-                "header names are 1 to 76 printable ASCII characters without ':'",
-                "invalid_header_name",
-            );
-            continue;
-        }
-        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-            p.push(
-                field,
-                format!("{name} is set by Herald; use the request's own field"),
-                "reserved_header",
-            );
-            continue;
-        }
-        match value.as_str() {
-            None => p.push(field, "header values must be strings", "invalid_type"),
-            Some(v) if has_line_break(v) => p.push(
-                field,
-                "header values must not contain CR or LF",
-                "line_break",
-            ),
-            Some(v) if v.chars().count() > MAX_HEADER_VALUE => p.push(
-                field,
-                format!("header values are at most {MAX_HEADER_VALUE} characters"),
-                "too_long",
-            ),
-            Some(v) => out.push((name.clone(), v.to_owned())),
+        let checked = match value.as_str() {
+            Some(v) => headers::custom_header(name, v).map(|()| v),
+            None => headers::custom_header(name, "").and(Err(Violation::new(
+                "invalid_type",
+                "header values must be strings",
+            ))),
+        };
+        match checked {
+            Ok(v) => out.push((name.clone(), v.to_owned())),
+            Err(v) => p.refused(format!("headers.{name}"), v),
         }
     }
     out

@@ -80,13 +80,7 @@ async fn list_templates(
         q.int("cursor", 1, 1, u32::MAX)?
     };
     let template_type = match q.get("type").filter(|t| !t.is_empty()) {
-        Some(t) => Some(parse_type(t).ok_or_else(|| {
-            ApiError::field(
-                "type",
-                "type must be TRANSACTIONAL, MARKETING or HEADLESS",
-                "invalid_value",
-            )
-        })?),
+        Some(t) => Some(parse_type(t).map_err(|e| ApiError::validation(vec![e]))?),
         None => None,
     };
     let search = q.get("search").map(str::trim).filter(|s| !s.is_empty());

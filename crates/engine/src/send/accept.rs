@@ -86,12 +86,12 @@ pub fn render_vars(contact_id: Uuid, email: &str, data: &Map<String, Value>) -> 
     vars
 }
 
-/// A rendered subject can never carry a line break into the header.
+/// A rendered subject (contact data may hold anything) follows the header character rule:
+/// line breaks and other control characters become spaces.
 fn one_line(s: String) -> String {
-    if s.contains(['\r', '\n']) {
-        s.replace(['\r', '\n'], " ")
-    } else {
-        s
+    match herald_core::rules::header_safe(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(clean) => clean,
     }
 }
 

@@ -1,10 +1,15 @@
-//! Transactional sending: accepting (`accept`), composing (`compose`), delivering (`worker`),
-//! with the node's lease heartbeat (`leases`) and the group-commit recorder (`record`).
+//! Transactional sending: merging a request with its template (`merge`), accepting
+//! (`accept`), composing (`compose`), delivering (`worker`, with the node's lease heartbeat in
+//! `leases` and the group-commit recorder in `record`) and reading back what was sent (`raw`).
 
 pub mod accept;
 pub mod compose;
 mod leases;
+pub mod merge;
+pub mod raw;
 mod record;
 pub mod worker;
 
 pub use accept::{AcceptError, Accepted, AttachmentIn, Recipient, SendPlan};
+pub use merge::{Merged, Missing, SendOverrides, merge_with_template};
+pub use raw::RawError;

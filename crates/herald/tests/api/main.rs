@@ -11,6 +11,7 @@ mod domains;
 mod edge;
 mod errors;
 mod fields;
+mod header_rules;
 mod international;
 mod isolation;
 mod leases;

@@ -288,6 +288,35 @@ fn single_part_bodies() {
 }
 
 #[test]
+fn threading_headers_pass_and_every_reserved_name_is_refused() {
+    let mut m = base();
+    m.headers = vec![
+        ("In-Reply-To".into(), "<a@example.com>".into()),
+        (
+            "References".into(),
+            "<r@example.com> <a@example.com>".into(),
+        ),
+    ];
+    let raw = build(&m).unwrap();
+    let p = MessageParser::default().parse(&raw).unwrap();
+    assert_eq!(p.in_reply_to().as_text(), Some("a@example.com"));
+    assert_eq!(
+        p.references().as_text_list().map(|l| l.len()),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    for name in herald_core::headers::RESERVED {
+        let mut m = base();
+        m.headers = vec![(name.to_ascii_lowercase(), "v".into())];
+        assert!(
+            matches!(build(&m), Err(MimeError::ReservedHeader(_))),
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn refuses_injection_and_bad_input() {
     type Case = (OutgoingMessage, fn(&MimeError) -> bool);
     let cases: Vec<Case> = vec![
@@ -296,14 +325,14 @@ fn refuses_injection_and_bad_input() {
                 headers: vec![("X-Evil".into(), "a\r\nBcc: victim@example.com".into())],
                 ..base()
             },
-            |e| matches!(e, MimeError::LineBreak(_)),
+            |e| matches!(e, MimeError::InvalidHeaderValue(..)),
         ),
         (
             OutgoingMessage {
                 headers: vec![("X-Evil\nBcc".into(), "a".into())],
                 ..base()
             },
-            |e| matches!(e, MimeError::LineBreak(_)),
+            |e| matches!(e, MimeError::InvalidHeaderName(_)),
         ),
         (
             OutgoingMessage {
@@ -331,7 +360,7 @@ fn refuses_injection_and_bad_input() {
                 subject: "hi\nBcc: x@example.com".into(),
                 ..base()
             },
-            |e| matches!(e, MimeError::LineBreak(_)),
+            |e| matches!(e, MimeError::InvalidCharacters(_)),
         ),
         (
             OutgoingMessage {
@@ -341,7 +370,7 @@ fn refuses_injection_and_bad_input() {
                 },
                 ..base()
             },
-            |e| matches!(e, MimeError::LineBreak(_)),
+            |e| matches!(e, MimeError::InvalidCharacters(_)),
         ),
         (
             OutgoingMessage {
@@ -434,6 +463,27 @@ fn refuses_injection_and_bad_input() {
                 ..base()
             },
             |e| matches!(e, MimeError::InvalidDate(_)),
+        ),
+        (
+            OutgoingMessage {
+                subject: "red \u{1b}[31m alert".into(),
+                ..base()
+            },
+            |e| matches!(e, MimeError::InvalidCharacters(_)),
+        ),
+        (
+            OutgoingMessage {
+                headers: vec![("X-Note".into(), "a\u{b}b".into())],
+                ..base()
+            },
+            |e| matches!(e, MimeError::InvalidHeaderValue(..)),
+        ),
+        (
+            OutgoingMessage {
+                headers: vec![("X".repeat(77), "v".into())],
+                ..base()
+            },
+            |e| matches!(e, MimeError::InvalidHeaderName(_)),
         ),
     ];
     for (i, (m, check)) in cases.into_iter().enumerate() {

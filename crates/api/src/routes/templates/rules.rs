@@ -1,18 +1,20 @@
 //! The field rules of a template, shared by create and patch. Parsing yields [`Checked`]:
-//! trimmed names, lower-cased addresses, a canonical type, or every problem at once.
+//! trimmed names, lower-cased addresses, a canonical type, or every problem at once. Subject,
+//! display name and address follow the rules of `herald_core::rules`, the same functions
+//! `/v1/send` calls, so both answer the same input with the same code and message.
 
 use herald_core::email::EmailAddress;
+use herald_core::kinds::TemplateType;
+use herald_core::rules::{self, Violation};
 
 use super::TemplateRequest;
 use crate::error::{ApiError, ApiResult, FieldError};
 
-pub const TYPES: [&str; 3] = ["TRANSACTIONAL", "MARKETING", "HEADLESS"];
 pub const NAME_MAX: usize = 200;
-/// The longest subject in characters (RFC 5322's line limit, as for /v1/send).
-pub const SUBJECT_MAX: usize = 998;
+/// The longest subject in characters (the rule of `herald_core::rules::subject`).
+pub const SUBJECT_MAX: usize = rules::SUBJECT_MAX;
 /// The largest body in bytes.
 pub const BODY_MAX_BYTES: usize = 1024 * 1024;
-pub const FROM_NAME_MAX: usize = 200;
 const COPY_SUFFIX: &str = " (copy)";
 
 /// A request's fields after validation: `None` when not given, `Some(None)` when cleared.
@@ -21,17 +23,18 @@ pub struct Checked {
     pub name: Option<String>,
     pub subject: Option<String>,
     pub body: Option<String>,
-    pub template_type: Option<&'static str>,
+    pub template_type: Option<TemplateType>,
     pub from: Option<Option<EmailAddress>>,
     pub from_name: Option<Option<String>>,
     pub reply_to: Option<Option<EmailAddress>>,
 }
 
-/// The canonical spelling of a template type (case-insensitive), if it is one.
-pub fn parse_type(raw: &str) -> Option<&'static str> {
-    TYPES
-        .into_iter()
-        .find(|t| t.eq_ignore_ascii_case(raw.trim()))
+/// A template type from a request (case-insensitive), or the one 422 message for it.
+pub fn parse_type(raw: &str) -> Result<TemplateType, FieldError> {
+    TemplateType::parse(raw).map_err(|_| {
+        let message = format!("type must be {}", TemplateType::EXPECTED);
+        FieldError::new("type", message, "invalid_value")
+    })
 }
 
 /// The name of a copy: "<name> (copy)", the original cut so the result stays within bounds.
@@ -63,14 +66,7 @@ pub fn check(req: TemplateRequest, create: bool) -> ApiResult<Checked> {
         name: name.and_then(|v| checked_name(v, &mut errors)),
         subject: subject.and_then(|v| checked_subject(v, &mut errors)),
         body: body.and_then(|v| checked_body(v, &mut errors)),
-        template_type: template_type.and_then(|v| {
-            let t = parse_type(&v);
-            if t.is_none() {
-                let message = "type must be TRANSACTIONAL, MARKETING or HEADLESS";
-                errors.push(FieldError::new("type", message, "invalid_value"));
-            }
-            t
-        }),
+        template_type: template_type.and_then(|v| parse_type(&v).map_err(|e| errors.push(e)).ok()),
         from: req.from.map(|v| optional_email(v, "from", &mut errors)),
         from_name: req.from_name.map(|v| checked_from_name(v, &mut errors)),
         reply_to: req
@@ -110,18 +106,14 @@ fn checked_name(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
     }
 }
 
+fn refused(field: &str, v: Violation, errors: &mut Vec<FieldError>) {
+    errors.push(FieldError::new(field, v.message, v.code));
+}
+
 fn checked_subject(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
-    if v.trim().is_empty() {
-        blank("subject", errors)
-    } else if v.contains(['\r', '\n']) {
-        let message = "subject must not contain line breaks";
-        errors.push(FieldError::new("subject", message, "invalid_characters"));
-        None
-    } else if v.chars().count() > SUBJECT_MAX {
-        too_long("subject", SUBJECT_MAX, "characters", errors)
-    } else {
-        Some(v)
-    }
+    rules::subject(&v)
+        .map_err(|e| refused("subject", e, errors))
+        .ok()
 }
 
 fn checked_body(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
@@ -141,31 +133,17 @@ fn optional_email(
     errors: &mut Vec<FieldError>,
 ) -> Option<EmailAddress> {
     let raw = v.filter(|s| !s.trim().is_empty())?;
-    match EmailAddress::parse(&raw) {
-        Ok(e) => Some(e),
-        Err(e) => {
-            errors.push(FieldError::new(
-                field,
-                format!("{field}: {e}"),
-                "invalid_email",
-            ));
-            None
-        }
-    }
+    rules::address(&raw)
+        .map_err(|e| refused(field, e, errors))
+        .ok()
 }
 
-/// A display name goes into a header: no control characters (CR and LF included).
+/// A display name (`null` or blank clears it), by the rule of `herald_core::rules`.
 fn checked_from_name(v: Option<String>, errors: &mut Vec<FieldError>) -> Option<String> {
-    let v = v.as_deref().map(str::trim).filter(|s| !s.is_empty())?;
-    if v.chars().any(char::is_control) {
-        let message = "fromName must not contain line breaks or control characters";
-        errors.push(FieldError::new("fromName", message, "invalid_characters"));
-        None
-    } else if v.chars().count() > FROM_NAME_MAX {
-        too_long("fromName", FROM_NAME_MAX, "characters", errors)
-    } else {
-        Some(v.to_owned())
-    }
+    rules::display_name(v.as_deref().unwrap_or(""))
+        .map_err(|e| refused("fromName", e, errors))
+        .ok()
+        .flatten()
 }
 
 #[cfg(test)]
@@ -178,9 +156,12 @@ mod tests {
 
     #[test]
     fn types_are_canonicalised() {
-        assert_eq!(parse_type("marketing"), Some("MARKETING"));
-        assert_eq!(parse_type("HEADLESS"), Some("HEADLESS"));
-        assert_eq!(parse_type("BULK"), None);
+        assert_eq!(parse_type("marketing").ok(), Some(TemplateType::Marketing));
+        assert_eq!(parse_type("HEADLESS").ok(), Some(TemplateType::Headless));
+        assert_eq!(
+            parse_type("BULK").map_err(|e| e.code).err().as_deref(),
+            Some("invalid_value")
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Wire types of the Templates resource: the template as the API shows it, the list page,
 //! the create/patch body (telling `null` from absent for the clearable fields) and usage.
 
+use herald_core::kinds::TemplateType;
 use herald_core::time::iso;
 use herald_store::templates::Template;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -16,7 +17,8 @@ pub struct TemplateResponse {
     pub body: String,
     /// TRANSACTIONAL, MARKETING or HEADLESS.
     #[serde(rename = "type")]
-    pub template_type: String,
+    #[schema(value_type = String)]
+    pub template_type: TemplateType,
     pub from: Option<String>,
     pub from_name: Option<String>,
     pub reply_to: Option<String>,
