@@ -34,6 +34,8 @@ pub struct EngineSettings {
     pub send_retry_base: Duration,
     /// How long a claimed send job is reserved for its worker (extended while sending).
     pub send_lease: Duration,
+    /// Days a message's body and attachments are kept (0 = forever).
+    pub retention_days: u32,
     /// Where "now" comes from (the system clock; tests pass a test clock).
     pub clock: SharedClock,
 }
@@ -57,6 +59,7 @@ impl EngineSettings {
             send_max_attempts: 8,
             send_retry_base: Duration::from_secs(30),
             send_lease: Duration::from_secs(60),
+            retention_days: 30,
             clock: herald_core::clock::system(),
         }
     }

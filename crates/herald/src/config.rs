@@ -57,6 +57,8 @@ pub struct Config {
     /// Seconds a claimed send job is reserved for its worker (extended while sending); after
     /// a crash, unfinished sends are taken up again once it expires.
     pub send_lease_secs: f64,
+    /// Days a message's body and attachments are kept (0 = forever); metadata and history stay.
+    pub retention_days: u32,
 }
 
 impl Default for Config {
@@ -86,6 +88,7 @@ impl Default for Config {
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
             send_lease_secs: 60.0,
+            retention_days: 30,
         }
     }
 }
@@ -203,6 +206,9 @@ impl Config {
         if let Some(v) = get("HERALD_SEND_LEASE_SECS") {
             self.send_lease_secs = float("HERALD_SEND_LEASE_SECS", v)?;
         }
+        if let Some(v) = get("HERALD_RETENTION_DAYS") {
+            self.retention_days = num("HERALD_RETENTION_DAYS", v)?.try_into()?;
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections =
                 num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
@@ -258,6 +264,7 @@ impl Config {
             send_max_attempts: self.send_max_attempts.max(1),
             send_retry_base: secs(self.send_retry_base_secs),
             send_lease: secs(self.send_lease_secs.max(1.0)),
+            retention_days: self.retention_days,
             clock: herald_core::clock::system(),
         }
     }

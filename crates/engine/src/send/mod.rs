@@ -1,6 +1,7 @@
 //! Transactional sending: accepting (`accept`), composing (`compose`) and delivering (`worker`).
 
 pub mod accept;
+pub mod batch;
 pub mod compose;
 pub mod worker;
 

@@ -4,12 +4,15 @@
 mod helpers;
 mod mail_setup;
 
+mod acceptance;
 mod accounts;
+mod attachments;
 mod contacts;
 mod crash;
 mod domains;
 mod errors;
 mod fields;
 mod outbox;
+mod retention;
 mod sending;
 mod templates;
