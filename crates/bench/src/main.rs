@@ -12,6 +12,8 @@
 //!
 //! `send` measures `/v1/send` acceptance (one recipient each) and then delivery of those
 //! messages to a loopback SMTP sink with DKIM signing, with peak memory while draining.
+//! `send --concurrent` measures acceptance alone with `concurrency` clients: workers off, then
+//! with the workers delivering to the local outbox at the same time.
 #![forbid(unsafe_code)]
 
 mod contacts;
@@ -22,7 +24,7 @@ mod signing;
 use anyhow::{Context, bail, ensure};
 
 const USAGE: &str = "usage: herald-bench contacts|send [--count N] [--concurrency N] [--fields N] \
-     [--database-url postgres://...]";
+     [--concurrent] [--database-url postgres://...]";
 
 #[derive(Debug)]
 pub struct Options {
@@ -32,6 +34,8 @@ pub struct Options {
     /// Keys in each contact's `data` (default 4).
     pub fields: usize,
     pub database_url: Option<String>,
+    /// `send` only: measure concurrent acceptance (workers off, then delivering to the outbox).
+    pub concurrent: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
@@ -46,6 +50,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         concurrency: 32,
         fields: 4,
         database_url: None,
+        concurrent: false,
     };
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -73,6 +78,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
                     .context("--fields must be a whole number")?
             }
             "--database-url" => opts.database_url = Some(value()?),
+            "--concurrent" => opts.concurrent = true,
             "-h" | "--help" => bail!("{USAGE}"),
             other => bail!("unknown option {other:?}\n{USAGE}"),
         }
@@ -91,6 +97,7 @@ async fn main() -> anyhow::Result<()> {
                 count: opts.count,
                 concurrency: opts.concurrency,
                 database_url: opts.database_url.clone(),
+                concurrent: opts.concurrent,
             })
             .await
         }

@@ -5,6 +5,10 @@
 //!
 //! Acceptance runs on a node without workers, so the number is the API's alone. Then a second
 //! node on the same database starts its workers and drains the queue.
+//!
+//! `--concurrent` measures acceptance only, twice with `concurrency` HTTP clients: on a node
+//! without workers, then on a fresh node whose workers deliver to the local outbox while the
+//! requests arrive (the group-commit targets).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,6 +24,8 @@ use tokio::task::JoinSet;
 use crate::server::{Server, expect_status, project_key};
 
 const TARGET_ACCEPTED_PER_SEC: f64 = 2000.0;
+const TARGET_CONCURRENT_ACCEPTED: f64 = 6000.0;
+const TARGET_ACCEPTED_WHILE_DELIVERING: f64 = 3500.0;
 const TARGET_DELIVERED_PER_SEC: f64 = 1500.0;
 /// Delivered/s over the 2-core signing rate (issue 7).
 const TARGET_SIGNING_RATIO: f64 = 0.45;
@@ -30,9 +36,14 @@ pub struct SendOptions {
     pub count: usize,
     pub concurrency: usize,
     pub database_url: Option<String>,
+    /// Acceptance only: workers off, then workers on delivering to the outbox.
+    pub concurrent: bool,
 }
 
 pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
+    if opts.concurrent {
+        return run_concurrent(opts).await;
+    }
     let sink = SmtpSink::start().await?;
     sink.keep_messages(false);
     let dns = DnsServer::start().await?;
@@ -48,39 +59,8 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
     verify_domain(&api, &key, &dns).await?;
 
     // Acceptance.
-    let client = Client::new();
-    let next = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
-    let mut tasks = JoinSet::new();
-    for _ in 0..opts.concurrency {
-        let (client, next, key, url, count) = (
-            client.clone(),
-            next.clone(),
-            key.clone(),
-            api.url("/v1/send"),
-            opts.count,
-        );
-        tasks.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                let body = json!({
-                    "to": format!("reader{i:07}@example.org"),
-                    "from": {"name": "Bench", "email": format!("news@{DOMAIN}")},
-                    "subject": "Hello {{firstName ?? \"there\"}}",
-                    "body": "<p>Hi {{firstName ?? \"there\"}}, this is message {{n}}.</p><p><a href=\"https://example.org\">Read more</a></p>",
-                    "data": {"firstName": "Reader", "n": i},
-                });
-                let res = client.post(&url).bearer_auth(&key).json(&body).send().await?;
-                expect_status(res, StatusCode::OK, "POST /v1/send").await?;
-            }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r??;
-    }
+    accept(&api, &key, opts.count, opts.concurrency, 0).await?;
     let took = start.elapsed();
     let rate = opts.count as f64 / took.as_secs_f64();
     println!(
@@ -135,6 +115,100 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
     );
     worker.shutdown().await?;
     api.shutdown().await
+}
+
+/// Sends `count` single-recipient requests (recipients numbered from `first`) with
+/// `concurrency` clients in flight; every answer must be 200.
+async fn accept(
+    api: &Server,
+    key: &str,
+    count: usize,
+    concurrency: usize,
+    first: usize,
+) -> anyhow::Result<()> {
+    let client = Client::new();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = JoinSet::new();
+    for _ in 0..concurrency {
+        let (client, next, key, url) = (
+            client.clone(),
+            next.clone(),
+            key.to_owned(),
+            api.url("/v1/send"),
+        );
+        tasks.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                let n = first + i;
+                let body = json!({
+                    "to": format!("reader{n:07}@example.org"),
+                    "from": {"name": "Bench", "email": format!("news@{DOMAIN}")},
+                    "subject": "Hello {{firstName ?? \"there\"}}",
+                    "body": "<p>Hi {{firstName ?? \"there\"}}, this is message {{n}}.</p><p><a href=\"https://example.org\">Read more</a></p>",
+                    "data": {"firstName": "Reader", "n": n},
+                });
+                let res = client.post(&url).bearer_auth(&key).json(&body).send().await?;
+                expect_status(res, StatusCode::OK, "POST /v1/send").await?;
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok(())
+}
+
+/// Acceptance with `concurrency` clients: workers off, then workers on (outbox) on a fresh node.
+async fn run_concurrent(opts: &SendOptions) -> anyhow::Result<()> {
+    let dns = DnsServer::start().await?;
+    let dns_addr = dns.addr();
+    for workers in [false, true] {
+        let api = Server::start_with(opts.database_url.as_deref(), |c| {
+            c.workers = workers;
+            c.smtp_url = None;
+            c.dns_resolver = Some(dns_addr);
+        })
+        .await?;
+        let key = project_key(&api).await?;
+        verify_domain(&api, &key, &dns).await?;
+        // Warm up (connections, caches), then measure.
+        accept(
+            &api,
+            &key,
+            opts.concurrency * 4,
+            opts.concurrency,
+            10_000_000,
+        )
+        .await?;
+        let start = Instant::now();
+        accept(&api, &key, opts.count, opts.concurrency, 0).await?;
+        let took = start.elapsed();
+        let rate = opts.count as f64 / took.as_secs_f64();
+        let (label, target) = if workers {
+            (
+                "workers delivering to the outbox",
+                TARGET_ACCEPTED_WHILE_DELIVERING,
+            )
+        } else {
+            ("workers off", TARGET_CONCURRENT_ACCEPTED)
+        };
+        let outbox = std::fs::read_dir(api.config.data_dir.join("outbox"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        println!(
+            "POST /v1/send, {} clients, {label} ({}): {} in {:.1} s = {rate:.0} accepted/s (target >= {target:.0}) {}; {outbox} in the outbox by then",
+            opts.concurrency,
+            api.engine,
+            opts.count,
+            took.as_secs_f64(),
+            verdict(rate >= target)
+        );
+        api.shutdown().await?;
+    }
+    Ok(())
 }
 
 fn verdict(ok: bool) -> &'static str {

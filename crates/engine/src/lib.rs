@@ -6,6 +6,7 @@
 
 pub mod domains;
 pub mod metrics;
+pub mod retention;
 pub mod send;
 pub mod settings;
 pub mod throttle;
@@ -31,6 +32,8 @@ pub struct EngineInner {
     pub throttle: throttle::Throttle,
     /// Wakes the delivery worker when a send is queued on this node.
     pub wake: tokio::sync::Notify,
+    /// Group-commits concurrent `/v1/send` requests.
+    pub acceptor: send::batch::Acceptor,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -53,12 +56,17 @@ impl Engine {
             settings.smtp_max_connections,
         )?;
         Ok(Engine(Arc::new(EngineInner {
-            store,
             sealer: Sealer::from_secret(secret, "dkim-private-keys"),
             dns,
             transport,
             throttle: throttle::Throttle::new(settings.send_rate_per_second),
             wake: tokio::sync::Notify::new(),
+            acceptor: send::batch::Acceptor::new(send::batch::BatchContext {
+                store: store.clone(),
+                clock: settings.clock.clone(),
+                max_attempts: i32::try_from(settings.send_max_attempts).unwrap_or(i32::MAX),
+            }),
+            store,
             settings,
         })))
     }
@@ -72,6 +80,7 @@ impl Engine {
     pub fn spawn_workers(&self, shutdown: watch::Receiver<bool>) -> JoinSet<()> {
         let mut set = JoinSet::new();
         set.spawn(domains::run_periodic_checks(self.clone(), shutdown.clone()));
+        set.spawn(retention::run_retention(self.clone(), shutdown.clone()));
         set.spawn(send::worker::run_sender(self.clone(), shutdown));
         set
     }

@@ -36,6 +36,8 @@ pub struct EngineSettings {
     /// it every third of this while the job is held, so a dead node's work is taken over
     /// within this time.
     pub send_lease: Duration,
+    /// Days a message's body and attachments are kept (0 = forever).
+    pub retention_days: u32,
     /// Where "now" comes from (the system clock; tests pass a test clock).
     pub clock: SharedClock,
 }
@@ -59,6 +61,7 @@ impl EngineSettings {
             send_max_attempts: 8,
             send_retry_base: Duration::from_secs(30),
             send_lease: Duration::from_secs(10),
+            retention_days: 30,
             clock: herald_core::clock::system(),
         }
     }

@@ -71,6 +71,8 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// `text` (default) or `json` (one JSON object per line) log output.
     pub log_format: LogFormat,
+    /// Days a message's body and attachments are kept (0 = forever); metadata and history stay.
+    pub retention_days: u32,
 }
 
 /// How log lines are written.
@@ -125,6 +127,7 @@ impl Default for Config {
             max_connections: 4096,
             metrics_token: None,
             log_format: LogFormat::Text,
+            retention_days: 30,
         }
     }
 }
@@ -260,6 +263,9 @@ impl Config {
         if let Some(v) = get("HERALD_LOG_FORMAT") {
             self.log_format = LogFormat::parse(&v)?;
         }
+        if let Some(v) = get("HERALD_RETENTION_DAYS") {
+            self.retention_days = num("HERALD_RETENTION_DAYS", v)?.try_into()?;
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections =
                 num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
@@ -336,6 +342,7 @@ impl Config {
             send_max_attempts: self.send_max_attempts.max(1),
             send_retry_base: secs(self.send_retry_base_secs),
             send_lease: secs(self.send_lease_secs.max(1.0)),
+            retention_days: self.retention_days,
             clock: herald_core::clock::system(),
         }
     }

@@ -291,3 +291,44 @@ pub async fn complete_many(tx: &mut Tx, held: &[(Uuid, Uuid)]) -> StoreResult<Ve
     }
     Ok(acked)
 }
+
+/// Enqueues many jobs of one kind in multi-row statements (the group commit of acceptance):
+/// `(project, payload)` each, all due at `run_at`.
+pub async fn enqueue_many(
+    tx: &mut Tx,
+    kind: &str,
+    jobs: &[(Option<Uuid>, Value)],
+    run_at: Millis,
+    max_attempts: i32,
+) -> StoreResult<Vec<Uuid>> {
+    let ids: Vec<Uuid> = jobs.iter().map(|_| new_id()).collect();
+    for (chunk, chunk_ids) in jobs.chunks(200).zip(ids.chunks(200)) {
+        // ($4, $5, $6), ...: id, project, payload per row; kind, run_at, max_attempts shared.
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|i| {
+                let b = 4 + 3 * i;
+                format!(
+                    "(${b}, ${}, $1, ${}, 'waiting', $2, $3, $2, $2)",
+                    b + 1,
+                    b + 2
+                )
+            })
+            .collect();
+        let q = format!(
+            "INSERT INTO jobs (id, project_id, kind, payload, state, run_at, max_attempts, created_at, updated_at) \
+             VALUES {}",
+            rows.join(", ")
+        );
+        db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(q.as_str()))
+                .bind(kind)
+                .bind(run_at)
+                .bind(max_attempts);
+            for ((project_id, payload), id) in chunk.iter().zip(chunk_ids) {
+                query = query.bind(*id).bind(*project_id).bind(Json(payload));
+            }
+            query.execute(&mut *conn).await?;
+        });
+    }
+    Ok(ids)
+}

@@ -13,6 +13,7 @@
 mod engine;
 pub mod accounts;
 pub mod activity;
+pub mod blobs;
 pub mod contacts;
 pub mod domains;
 mod error;
@@ -22,6 +23,8 @@ pub mod jobs;
 mod like;
 pub mod messages;
 mod metrics;
+pub mod retention;
+mod savepoint;
 pub mod templates;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};

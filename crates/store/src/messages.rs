@@ -31,7 +31,8 @@ pub struct NewMessage<'a> {
     pub html: &'a str,
     /// Object of custom header name to value.
     pub headers: &'a Value,
-    /// Array of `{filename, contentType, content (base64), contentId?, disposition}`.
+    /// Array of `{filename, contentType, contentId?, disposition, size, sha256}`; the bytes
+    /// are blobs (see [`crate::blobs`]).
     pub attachments: &'a Value,
     pub message_id_header: &'a str,
     /// Why the message was created in its status (history detail).
@@ -64,6 +65,12 @@ pub struct Message {
     pub sent_at: Option<Millis>,
     pub created_at: Millis,
     pub updated_at: Millis,
+    /// When retention removed the body and attachments (`html` is then empty).
+    pub body_purged_at: Option<Millis>,
+    /// The attachments' bytes, in order: filled by [`Store::message`] (what delivery reads),
+    /// empty elsewhere.
+    #[sqlx(skip)]
+    pub blobs: Vec<crate::blobs::Blob>,
 }
 
 /// The list view of a message (no bodies).
@@ -101,42 +108,64 @@ pub struct MessageFilter {
 
 const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, status, from_email, from_name, \
      reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, attempts, last_error, \
-     sent_at, created_at, updated_at";
+     sent_at, created_at, updated_at, body_purged_at";
 const SUMMARY: &str = "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
 
-pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
-    db_tx!(tx, |conn| {
-        sqlx::query(
-            "INSERT INTO messages (id, project_id, contact_id, template_id, source, status, from_email, from_name, \
-             reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)",
-        )
-        .bind(m.id)
-        .bind(m.project_id)
-        .bind(m.contact_id)
-        .bind(m.template_id)
-        .bind(m.source)
-        .bind(m.status.as_str())
-        .bind(m.from_email)
-        .bind(m.from_name)
-        .bind(m.reply_to)
-        .bind(m.to_email)
-        .bind(m.to_name)
-        .bind(m.subject)
-        .bind(m.html)
-        .bind(Json(m.headers))
-        .bind(Json(m.attachments))
-        .bind(m.message_id_header)
-        .bind(m.now)
-        .execute(&mut *conn)
-        .await?;
-    });
-    // The PENDING step is implied by `created_at` (one statement less on the accept path);
-    // any other initial status is recorded with its reason.
-    if m.status == MessageStatus::Pending {
-        return Ok(());
+/// Columns of an insert, in the order [`bind_new!`] binds them.
+const INSERT_COLUMNS: &str = "id, project_id, contact_id, template_id, source, status, from_email, from_name, \
+     reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, created_at, updated_at";
+
+/// Binds the values of one [`NewMessage`] for [`INSERT_COLUMNS`].
+macro_rules! bind_new {
+    ($query:expr, $m:expr) => {
+        $query
+            .bind($m.id)
+            .bind($m.project_id)
+            .bind($m.contact_id)
+            .bind($m.template_id)
+            .bind($m.source)
+            .bind($m.status.as_str())
+            .bind($m.from_email)
+            .bind($m.from_name)
+            .bind($m.reply_to)
+            .bind($m.to_email)
+            .bind($m.to_name)
+            .bind($m.subject)
+            .bind($m.html)
+            .bind(Json($m.headers))
+            .bind(Json($m.attachments))
+            .bind($m.message_id_header)
+            .bind($m.now)
+            .bind($m.now)
+    };
+}
+
+/// Inserts many messages in multi-row statements (the group commit of acceptance), with the
+/// history of those not created PENDING.
+pub async fn insert_many(tx: &mut Tx, all: &[NewMessage<'_>]) -> StoreResult<()> {
+    for chunk in all.chunks(100) {
+        let q = format!(
+            "INSERT INTO messages ({INSERT_COLUMNS}) VALUES {}",
+            value_rows(chunk.len(), 18, 1)
+        );
+        db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
+            for m in chunk {
+                query = bind_new!(query, m);
+            }
+            query.execute(&mut *conn).await?;
+        });
     }
-    add_history(tx, m.id, m.status, m.detail, m.now).await
+    for m in all.iter().filter(|m| m.status != MessageStatus::Pending) {
+        add_history(tx, m.id, m.status, m.detail, m.now).await?;
+    }
+    Ok(())
+}
+
+/// Inserts one message. The PENDING step is implied by `created_at` (one statement less on
+/// the accept path); any other initial status is recorded with its reason.
+pub async fn insert(tx: &mut Tx, m: &NewMessage<'_>) -> StoreResult<()> {
+    insert_many(tx, std::slice::from_ref(m)).await
 }
 
 pub async fn add_history(
@@ -252,14 +281,21 @@ macro_rules! bind_args {
 }
 
 impl Store {
+    /// A message with its attachments' bytes (what delivery reads).
     pub async fn message(&self, id: Uuid) -> StoreResult<Option<Message>> {
         let q = format!("SELECT {ALL} FROM messages WHERE id = $1");
-        Ok(db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(
-            q.as_str()
-        ))
-        .bind(id)
-        .fetch_optional(pool)
-        .await?))
+        let found: Option<Message> =
+            db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(id)
+                .fetch_optional(pool)
+                .await?);
+        let Some(mut m) = found else {
+            return Ok(None);
+        };
+        if m.body_purged_at.is_none() && m.attachments.0.as_array().is_some_and(|a| !a.is_empty()) {
+            m.blobs = self.message_blobs(m.id).await?;
+        }
+        Ok(Some(m))
     }
 
     pub async fn project_message(
@@ -359,7 +395,7 @@ pub struct SentRecord<'a> {
 }
 
 /// Placeholders `($a, $b, ...), (...)` for `rows` rows of `width` values, numbered from `first`.
-fn value_rows(rows: usize, width: usize, first: usize) -> String {
+pub(crate) fn value_rows(rows: usize, width: usize, first: usize) -> String {
     (0..rows)
         .map(|r| {
             let cols: Vec<String> = (0..width)

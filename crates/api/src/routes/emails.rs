@@ -148,6 +148,7 @@ async fn load(state: &AppState, auth: &ProjectAuth, raw: &str) -> ApiResult<Mess
 }
 
 /// One message: rendered subject and HTML, headers, attachments (metadata), status history.
+/// Once retention purged the body: `html` null and `bodyPurgedAt` set.
 #[utoipa::path(get, path = "/emails/{id}", tag = "emails", params(("id" = String, Path)),
     responses((status = 200, body = Object), (status = 404)))]
 async fn get_email(
@@ -176,7 +177,10 @@ async fn get_email(
         .map(|a| {
             a.iter()
                 .map(|x| {
-                    let size = x["content"].as_str().map(|c| c.len() / 4 * 3).unwrap_or(0);
+                    // `size` since attachments are blobs; older rows carry base64 `content`.
+                    let size = x["size"].as_u64().unwrap_or_else(|| {
+                        x["content"].as_str().map_or(0, |c| c.len() as u64 / 4 * 3)
+                    });
                     json!({"filename": x["filename"], "contentType": x["contentType"], "contentId": x["contentId"],
                         "disposition": x["disposition"], "size": size})
                 })
@@ -194,7 +198,10 @@ async fn get_email(
         "to": m.to_email,
         "toName": m.to_name,
         "subject": m.subject,
-        "html": m.html,
+        // After the retention period the body and attachments are gone: `html` is null and
+        // `bodyPurgedAt` says when (attachment metadata stays).
+        "html": m.body_purged_at.is_none().then_some(m.html),
+        "bodyPurgedAt": m.body_purged_at.map(iso),
         "headers": m.headers.0,
         "attachments": attachments,
         "contactId": m.contact_id.map(|c| c.to_string()),

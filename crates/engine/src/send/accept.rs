@@ -1,15 +1,22 @@
 //! Accepting a send: per recipient, upsert the contact (custom-field rules, subscription
-//! events), render subject and body, and insert the message with its send job — all in one
-//! transaction, so the answer is given only once everything it names is durably queued.
+//! events), render subject and body, and insert the message with its send job. The request's
+//! attachments are stored once (content-addressed blobs, see `herald_store::blobs`) and each
+//! message references them. The writes of concurrent requests share one transaction (group
+//! commit, see [`super::batch`]); the answer is given only once that transaction committed.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::template::{Escape, Template};
+use herald_core::time::Millis;
+use herald_store::blobs::{self, AttachmentRef};
 use herald_store::contacts::{ContactUpsert, upsert_contact};
 use herald_store::messages::{self, MessageStatus, NewMessage};
-use herald_store::{StoreError, jobs};
+use herald_store::{StoreError, StoreResult, Tx, jobs};
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::Engine;
 
@@ -95,31 +102,117 @@ fn one_line(s: String) -> String {
     }
 }
 
-impl Engine {
-    pub async fn accept_send(&self, plan: &SendPlan) -> Result<Vec<Accepted>, AcceptError> {
-        let subject_t = Template::parse(&plan.subject);
-        let body_t = Template::parse(&plan.body);
+/// Attachments larger than this (base64, in total) are decoded and hashed off the async threads.
+const INLINE_DECODE_LIMIT: usize = 256 * 1024;
+
+/// One attachment's bytes and their hash.
+pub(crate) struct PreparedBlob {
+    pub sha256: String,
+    pub content: Vec<u8>,
+}
+
+/// A [`SendPlan`] made ready for the batcher: templates parsed, attachments decoded and hashed.
+pub(crate) struct AcceptRequest {
+    pub project_id: Uuid,
+    pub recipients: Vec<Recipient>,
+    subject: Template,
+    body: Template,
+    from: EmailAddress,
+    from_name: Option<String>,
+    reply_to: Option<String>,
+    template_id: Option<Uuid>,
+    marketing: bool,
+    subscribed: Option<bool>,
+    data: DataPatch,
+    headers: Value,
+    /// Metadata of the attachments, as each message stores it.
+    attachments: Value,
+    /// The hash of each attachment, in order.
+    attachment_shas: Vec<String>,
+    /// Distinct contents.
+    blobs: Vec<PreparedBlob>,
+    idempotency_key: Option<String>,
+}
+
+/// Decodes and hashes the attachments: (metadata array, hash per attachment, distinct blobs).
+fn prepare_attachments(
+    items: &[AttachmentIn],
+) -> Result<(Value, Vec<String>, Vec<PreparedBlob>), AcceptError> {
+    let mut meta = Vec::with_capacity(items.len());
+    let mut shas = Vec::with_capacity(items.len());
+    let mut blobs: Vec<PreparedBlob> = Vec::new();
+    for a in items {
+        let content = STANDARD.decode(a.content_b64.trim()).map_err(|_| {
+            AcceptError::Store(StoreError::Other(anyhow::anyhow!(
+                "attachment {} is not valid base64",
+                a.filename
+            )))
+        })?;
+        let sha256 = hex::encode(Sha256::digest(&content));
+        meta.push(json!({"filename": a.filename, "contentType": a.content_type,
+            "contentId": a.content_id, "disposition": if a.inline { "inline" } else { "attachment" },
+            "size": content.len(), "sha256": sha256}));
+        shas.push(sha256.clone());
+        if !blobs.iter().any(|b| b.sha256 == sha256) {
+            blobs.push(PreparedBlob { sha256, content });
+        }
+    }
+    Ok((Value::Array(meta), shas, blobs))
+}
+
+impl AcceptRequest {
+    async fn prepare(plan: &SendPlan) -> Result<AcceptRequest, AcceptError> {
+        let b64: usize = plan.attachments.iter().map(|a| a.content_b64.len()).sum();
+        let (attachments, attachment_shas, blobs) = if b64 > INLINE_DECODE_LIMIT {
+            let items = plan.attachments.clone();
+            tokio::task::spawn_blocking(move || prepare_attachments(&items))
+                .await
+                .map_err(|e| AcceptError::Store(StoreError::Other(e.into())))??
+        } else {
+            prepare_attachments(&plan.attachments)?
+        };
         let headers: Map<String, Value> = plan
             .headers
             .iter()
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
-        let headers = Value::Object(headers);
-        let attachments = Value::Array(
-            plan.attachments
-                .iter()
-                .map(|a| {
-                    json!({"filename": a.filename, "contentType": a.content_type, "content": a.content_b64,
-                        "contentId": a.content_id, "disposition": if a.inline { "inline" } else { "attachment" }})
-                })
-                .collect(),
-        );
-        let now = self.now();
-        let mut tx = self.store.begin().await?;
-        if let Some(key) = &plan.idempotency_key
+        Ok(AcceptRequest {
+            project_id: plan.project_id,
+            recipients: plan.recipients.clone(),
+            subject: Template::parse(&plan.subject),
+            body: Template::parse(&plan.body),
+            from: plan.from.clone(),
+            from_name: plan.from_name.clone(),
+            reply_to: plan.reply_to.clone(),
+            template_id: plan.template_id,
+            marketing: plan.marketing,
+            subscribed: plan.subscribed,
+            data: plan.data.clone(),
+            headers: Value::Object(headers),
+            attachments,
+            attachment_shas,
+            blobs,
+            idempotency_key: plan.idempotency_key.clone(),
+        })
+    }
+
+    /// Attachment bytes this request writes.
+    pub(crate) fn blob_bytes(&self) -> usize {
+        self.blobs.iter().map(|b| b.content.len()).sum()
+    }
+
+    /// Claims the key, stores the blobs, upserts the contacts and renders each message into
+    /// `staged` (written by [`Staged::flush`]). An `Idempotency-Key` conflict writes nothing.
+    pub(crate) async fn stage<'a>(
+        &'a self,
+        tx: &mut Tx,
+        staged: &mut Staged<'a>,
+        now: Millis,
+    ) -> Result<Vec<Accepted>, AcceptError> {
+        if let Some(key) = &self.idempotency_key
             && !messages::claim_idempotency_key(
-                &mut tx,
-                plan.project_id,
+                tx,
+                self.project_id,
                 key,
                 now,
                 IDEMPOTENCY_WINDOW_MS,
@@ -128,16 +221,19 @@ impl Engine {
         {
             return Err(AcceptError::IdempotencyKeyReused);
         }
-        let mut accepted = Vec::with_capacity(plan.recipients.len());
-        for r in &plan.recipients {
+        for b in &self.blobs {
+            blobs::put(tx, self.project_id, &b.sha256, &b.content, now).await?;
+        }
+        let mut accepted = Vec::with_capacity(self.recipients.len());
+        for r in &self.recipients {
             let out = upsert_contact(
-                &mut tx,
+                tx,
                 &ContactUpsert {
-                    project_id: plan.project_id,
+                    project_id: self.project_id,
                     email: r.email.as_str(),
-                    subscribed: plan.subscribed,
+                    subscribed: self.subscribed,
                     default_subscribed: false,
-                    patch: &plan.data,
+                    patch: &self.data,
                     now,
                 },
             )
@@ -146,53 +242,34 @@ impl Engine {
             let vars = render_vars(
                 contact.id,
                 &contact.email,
-                &plan.data.render_data(&contact.data),
+                &self.data.render_data(&contact.data),
             );
             let id = new_id();
-            let skipped = (plan.marketing && !contact.subscribed).then_some("unsubscribed");
-            let subject = one_line(subject_t.render(&vars, Escape::None));
-            let html = body_t.render(&vars, Escape::Html);
-            let message_id_header = format!("{id}@{}", plan.from.domain());
-            messages::insert(
-                &mut tx,
-                &NewMessage {
-                    id,
-                    project_id: plan.project_id,
-                    contact_id: Some(contact.id),
-                    template_id: plan.template_id,
-                    source: "transactional",
-                    status: if skipped.is_some() {
-                        MessageStatus::Suppressed
-                    } else {
-                        MessageStatus::Pending
-                    },
-                    from_email: plan.from.as_str(),
-                    from_name: plan.from_name.as_deref(),
-                    reply_to: plan.reply_to.as_deref(),
-                    to_email: &contact.email,
-                    to_name: r.name.as_deref(),
-                    subject: &subject,
-                    html: &html,
-                    headers: &headers,
-                    attachments: &attachments,
-                    message_id_header: &message_id_header,
-                    detail: skipped.map(|_| "contact is unsubscribed from marketing mail"),
-                    now,
-                },
-            )
-            .await?;
-            if skipped.is_none() {
-                let max = i32::try_from(self.settings.send_max_attempts).unwrap_or(i32::MAX);
-                jobs::enqueue(
-                    &mut tx,
-                    Some(plan.project_id),
-                    SEND_JOB,
-                    &json!({"messageId": id}),
-                    now,
-                    max,
-                )
-                .await?;
+            let skipped = (self.marketing && !contact.subscribed).then_some("unsubscribed");
+            for (position, sha256) in self.attachment_shas.iter().enumerate() {
+                staged.refs.push(AttachmentRef {
+                    message_id: id,
+                    position: i32::try_from(position).unwrap_or(i32::MAX),
+                    project_id: self.project_id,
+                    sha256,
+                });
             }
+            if skipped.is_none() {
+                staged
+                    .jobs
+                    .push((Some(self.project_id), json!({"messageId": id})));
+            }
+            staged.messages.push(StagedMessage {
+                req: self,
+                id,
+                contact_id: contact.id,
+                to_email: contact.email.clone(),
+                to_name: r.name.as_deref(),
+                subject: one_line(self.subject.render(&vars, Escape::None)),
+                html: self.body.render(&vars, Escape::Html),
+                message_id_header: format!("{id}@{}", self.from.domain()),
+                skipped: skipped.is_some(),
+            });
             accepted.push(Accepted {
                 contact_id: contact.id,
                 email: contact.email,
@@ -200,8 +277,109 @@ impl Engine {
                 skipped,
             });
         }
-        tx.commit().await?;
+        Ok(accepted)
+    }
+}
+
+/// A rendered message waiting for the batch's multi-row insert.
+struct StagedMessage<'a> {
+    req: &'a AcceptRequest,
+    id: Uuid,
+    contact_id: Uuid,
+    to_email: String,
+    to_name: Option<&'a str>,
+    subject: String,
+    html: String,
+    message_id_header: String,
+    skipped: bool,
+}
+
+/// The rows of one or more staged requests, written together.
+#[derive(Default)]
+pub(crate) struct Staged<'a> {
+    messages: Vec<StagedMessage<'a>>,
+    refs: Vec<AttachmentRef<'a>>,
+    jobs: Vec<(Option<Uuid>, Value)>,
+}
+
+impl Staged<'_> {
+    /// Inserts the staged messages, their attachment references and their send jobs.
+    pub(crate) async fn flush(
+        &self,
+        tx: &mut Tx,
+        max_attempts: i32,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let rows: Vec<NewMessage<'_>> = self
+            .messages
+            .iter()
+            .map(|m| NewMessage {
+                id: m.id,
+                project_id: m.req.project_id,
+                contact_id: Some(m.contact_id),
+                template_id: m.req.template_id,
+                source: "transactional",
+                status: if m.skipped {
+                    MessageStatus::Suppressed
+                } else {
+                    MessageStatus::Pending
+                },
+                from_email: m.req.from.as_str(),
+                from_name: m.req.from_name.as_deref(),
+                reply_to: m.req.reply_to.as_deref(),
+                to_email: &m.to_email,
+                to_name: m.to_name,
+                subject: &m.subject,
+                html: &m.html,
+                headers: &m.req.headers,
+                attachments: &m.req.attachments,
+                message_id_header: &m.message_id_header,
+                detail: m
+                    .skipped
+                    .then_some("contact is unsubscribed from marketing mail"),
+                now,
+            })
+            .collect();
+        messages::insert_many(tx, &rows).await?;
+        blobs::add_refs(tx, &self.refs).await?;
+        jobs::enqueue_many(tx, SEND_JOB, &self.jobs, now, max_attempts).await?;
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Accepts a send: answers once its messages and jobs are committed (with those of the
+    /// other requests of the same batch).
+    pub async fn accept_send(&self, plan: &SendPlan) -> Result<Vec<Accepted>, AcceptError> {
+        let req = AcceptRequest::prepare(plan).await?;
+        let accepted = self.acceptor.submit(req).await?;
         self.wake.notify_one();
         Ok(accepted)
+    }
+
+    /// Accepts several sends in one transaction, as the batcher does with requests that wait
+    /// together: one answer per plan, each request failing alone.
+    pub async fn accept_batch(
+        &self,
+        plans: &[SendPlan],
+    ) -> Vec<Result<Vec<Accepted>, AcceptError>> {
+        let mut prepared = Vec::with_capacity(plans.len());
+        for plan in plans {
+            prepared.push(AcceptRequest::prepare(plan).await);
+        }
+        let ready: Vec<&AcceptRequest> = prepared.iter().filter_map(|p| p.as_ref().ok()).collect();
+        let mut written = self.acceptor.write_now(&ready).await.into_iter();
+        self.wake.notify_one();
+        prepared
+            .into_iter()
+            .map(|p| match p {
+                Ok(_) => written.next().unwrap_or_else(|| {
+                    Err(AcceptError::Store(StoreError::Other(anyhow::anyhow!(
+                        "no answer"
+                    ))))
+                }),
+                Err(e) => Err(e),
+            })
+            .collect()
     }
 }

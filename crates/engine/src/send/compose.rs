@@ -1,6 +1,10 @@
 //! Turns a stored message into the exact bytes handed to the transport: MIME with a text part
 //! derived from the HTML, the custom headers and attachments, DKIM-signed with the sending
 //! domain's key. CPU-bound (RSA signing); callers run it off the async threads.
+//!
+//! Attachments are read by reference: the message's metadata names each one's SHA-256 and
+//! `Store::message` loads the blobs (`Message::blobs`). A message whose body was purged by
+//! retention cannot be composed.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -8,6 +12,7 @@ use herald_core::html_text::html_to_text;
 use herald_core::time::Millis;
 use herald_mail::dkim::DkimSigner;
 use herald_mail::mime::{Attachment, Mailbox, OutgoingMessage, build};
+use herald_store::blobs::Blob;
 use herald_store::messages::Message;
 
 /// A problem that retrying cannot fix.
@@ -16,6 +21,11 @@ use herald_store::messages::Message;
 pub struct ComposeError(pub String);
 
 pub fn compose(msg: &Message, signer: &DkimSigner, now: Millis) -> Result<Vec<u8>, ComposeError> {
+    if msg.body_purged_at.is_some() {
+        return Err(ComposeError(
+            "the message's body was purged by retention".into(),
+        ));
+    }
     let headers = msg
         .headers
         .0
@@ -30,7 +40,12 @@ pub fn compose(msg: &Message, signer: &DkimSigner, now: Millis) -> Result<Vec<u8
         .attachments
         .0
         .as_array()
-        .map(|items| items.iter().map(attachment).collect::<Result<Vec<_>, _>>())
+        .map(|items| {
+            items
+                .iter()
+                .map(|a| attachment(a, &msg.blobs))
+                .collect::<Result<Vec<_>, _>>()
+        })
         .transpose()?
         .unwrap_or_default();
     let out = OutgoingMessage {
@@ -58,11 +73,18 @@ pub fn compose(msg: &Message, signer: &DkimSigner, now: Millis) -> Result<Vec<u8
         .map_err(|e| ComposeError(format!("could not DKIM-sign the message: {e:#}")))
 }
 
-fn attachment(v: &serde_json::Value) -> Result<Attachment, ComposeError> {
+/// One attachment: its bytes from the blob its `sha256` names (or, for rows written before
+/// blobs existed, from its inline base64 `content`).
+fn attachment(v: &serde_json::Value, blobs: &[Blob]) -> Result<Attachment, ComposeError> {
     let field = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
-    let content = field("content")
-        .and_then(|c| STANDARD.decode(c).ok())
-        .ok_or_else(|| ComposeError("a stored attachment is unreadable".into()))?;
+    let content = match field("sha256") {
+        Some(sha) => blobs
+            .iter()
+            .find(|b| b.sha256 == sha)
+            .map(|b| b.content.clone()),
+        None => field("content").and_then(|c| STANDARD.decode(c).ok()),
+    }
+    .ok_or_else(|| ComposeError("a stored attachment is unreadable".into()))?;
     Ok(Attachment {
         filename: field("filename").unwrap_or_else(|| "attachment".into()),
         content_type: field("contentType").unwrap_or_else(|| "application/octet-stream".into()),

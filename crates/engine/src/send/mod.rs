@@ -3,6 +3,7 @@
 //! `leases` and the group-commit recorder in `record`) and reading back what was sent (`raw`).
 
 pub mod accept;
+pub mod batch;
 pub mod compose;
 mod leases;
 pub mod merge;

@@ -50,6 +50,8 @@ pub struct TestApp {
     pub config: Config,
     /// The server's clock: tests move time with `app.clock.advance(..)` instead of sleeping.
     pub clock: Arc<herald_core::clock::TestClock>,
+    /// The server's engine (to run a purge or a batch directly).
+    pub engine: herald_engine::Engine,
     _dir: Arc<tempfile::TempDir>,
 }
 
@@ -96,6 +98,7 @@ impl Engine {
             .expect("build app");
         let port = app.port();
         let store = app.store().clone();
+        let engine_handle = app.engine().clone();
         tokio::spawn(app.run_until_stopped(std::future::pending()));
         TestApp {
             base: format!("http://127.0.0.1:{port}"),
@@ -103,6 +106,7 @@ impl Engine {
             store,
             config,
             clock,
+            engine: engine_handle,
             _dir: Arc::new(dir),
         }
     }

@@ -4,7 +4,9 @@
 mod helpers;
 mod mail_setup;
 
+mod acceptance;
 mod accounts;
+mod attachments;
 mod contacts;
 mod crash;
 mod domains;
@@ -19,5 +21,6 @@ mod metrics;
 mod nul_input;
 mod openapi;
 mod outbox;
+mod retention;
 mod sending;
 mod templates;

@@ -1,0 +1,110 @@
+//! The retention task: purges what must not be kept forever, in bounded batches (each its own
+//! short transaction, so the SQLite writer is never held long), with time from the Clock.
+//!
+//! - message bodies and attachments `retention_days` after the message was created (finished
+//!   messages only; 0 = keep forever). Metadata and history stay; `GET /emails/:id` shows the
+//!   body as purged. With the local outbox transport, the message's `.eml` goes too.
+//! - `Idempotency-Key`s after [`IDEMPOTENCY_WINDOW_MS`] (24 h);
+//! - finished jobs (done, failed, dead) [`FINISHED_JOB_RETENTION_MS`] (7 days) after they finished.
+
+use std::time::Duration;
+
+use herald_mail::transport::Transport;
+use herald_store::StoreResult;
+use tokio::sync::watch;
+
+use crate::Engine;
+use crate::send::accept::IDEMPOTENCY_WINDOW_MS;
+
+/// How long finished jobs are kept.
+pub const FINISHED_JOB_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+/// Rows per purge transaction.
+pub const PURGE_BATCH: u32 = 500;
+/// How often the task runs.
+pub const PURGE_INTERVAL: Duration = Duration::from_secs(600);
+/// Pause between batches, so other writers get the database in between.
+const BETWEEN_BATCHES: Duration = Duration::from_millis(20);
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// What one purge run removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PurgeReport {
+    pub bodies: u64,
+    pub blobs: u64,
+    pub idempotency_keys: u64,
+    pub jobs: u64,
+}
+
+impl Engine {
+    /// Runs every purge until nothing is left to purge now.
+    pub async fn purge_expired(&self) -> StoreResult<PurgeReport> {
+        let mut report = PurgeReport::default();
+        if self.settings.retention_days > 0 {
+            let cutoff = self.now() - i64::from(self.settings.retention_days) * DAY_MS;
+            loop {
+                let purged = self
+                    .store
+                    .purge_message_bodies(cutoff, self.now(), PURGE_BATCH)
+                    .await?;
+                report.bodies += purged.message_ids.len() as u64;
+                report.blobs += purged.blobs;
+                if let Transport::Outbox(outbox) = &self.transport {
+                    for id in &purged.message_ids {
+                        if let Ok(path) = outbox.path_for(&id.to_string()) {
+                            let _ = tokio::fs::remove_file(path).await;
+                        }
+                    }
+                }
+                if purged.message_ids.len() < PURGE_BATCH as usize {
+                    break;
+                }
+                tokio::time::sleep(BETWEEN_BATCHES).await;
+            }
+        }
+        let cutoff = self.now() - IDEMPOTENCY_WINDOW_MS;
+        loop {
+            let n = self
+                .store
+                .purge_idempotency_keys(cutoff, PURGE_BATCH)
+                .await?;
+            report.idempotency_keys += n;
+            if n < u64::from(PURGE_BATCH) {
+                break;
+            }
+            tokio::time::sleep(BETWEEN_BATCHES).await;
+        }
+        let cutoff = self.now() - FINISHED_JOB_RETENTION_MS;
+        loop {
+            let n = self.store.purge_finished_jobs(cutoff, PURGE_BATCH).await?;
+            report.jobs += n;
+            if n < u64::from(PURGE_BATCH) {
+                break;
+            }
+            tokio::time::sleep(BETWEEN_BATCHES).await;
+        }
+        Ok(report)
+    }
+}
+
+/// Purges once a minute after start, then every [`PURGE_INTERVAL`], until shutdown.
+pub async fn run_retention(engine: Engine, mut shutdown: watch::Receiver<bool>) {
+    let mut wait = Duration::from_secs(60);
+    loop {
+        if crate::sleep_or_shutdown(&mut shutdown, wait).await {
+            return;
+        }
+        wait = PURGE_INTERVAL;
+        match engine.purge_expired().await {
+            Ok(r) if r != PurgeReport::default() => tracing::info!(
+                bodies = r.bodies,
+                blobs = r.blobs,
+                idempotency_keys = r.idempotency_keys,
+                jobs = r.jobs,
+                "retention purge"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "retention purge failed; retrying later"),
+        }
+    }
+}

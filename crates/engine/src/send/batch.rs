@@ -1,0 +1,222 @@
+//! Acceptance by group commit: concurrent `/v1/send` requests share one write transaction.
+//!
+//! Requests are handed to one batcher task. It takes the first waiting request and every
+//! other request already waiting (at most [`MAX_REQUESTS`] requests, [`MAX_RECIPIENTS`]
+//! recipients, [`MAX_BLOB_BYTES`] of attachments), writes them in one transaction and commits
+//! once. There is no timer: a request arriving alone is written at once, and requests that
+//! arrive while a commit is in progress form the next batch, so a request waits at most for
+//! the batch in progress plus its own.
+//!
+//! Guarantees:
+//! - A request is answered only after the transaction holding its rows committed
+//!   (acknowledged = committed); if the commit fails, every request of the batch gets the error.
+//! - One request's failure never fails or rolls back the others. An `Idempotency-Key`
+//!   conflict writes nothing (the claim is the request's first statement). Any other error
+//!   rolls the shared transaction back and the batch is written again with a savepoint per
+//!   request: the failing request is undone and answered with its error, the others commit.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use herald_core::clock::SharedClock;
+use herald_store::{Store, StoreError, Tx};
+use tokio::sync::{mpsc, oneshot};
+
+use super::accept::{AcceptError, AcceptRequest, Accepted, Staged};
+
+/// Most requests in one transaction.
+pub const MAX_REQUESTS: usize = 256;
+/// Most recipients (messages) in one transaction.
+pub const MAX_RECIPIENTS: usize = 1024;
+/// Most attachment bytes in one transaction, so one batch never holds the writer for long.
+pub const MAX_BLOB_BYTES: usize = 16 * 1024 * 1024;
+
+pub(crate) type Answer = Result<Vec<Accepted>, AcceptError>;
+
+struct Pending {
+    req: AcceptRequest,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// What a batch needs from the engine (not the engine itself, so the task ends with it).
+#[derive(Clone)]
+pub(crate) struct BatchContext {
+    pub store: Store,
+    pub clock: SharedClock,
+    pub max_attempts: i32,
+}
+
+/// The handle requests are submitted through; the batcher task starts on first use.
+pub struct Acceptor {
+    ctx: BatchContext,
+    queue: OnceLock<mpsc::Sender<Pending>>,
+    stats: Arc<Stats>,
+}
+
+/// Counters of the batcher (for tests and diagnostics).
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub batches: AtomicU64,
+    pub requests: AtomicU64,
+}
+
+impl Acceptor {
+    pub(crate) fn new(ctx: BatchContext) -> Self {
+        Self {
+            ctx,
+            queue: OnceLock::new(),
+            stats: Arc::default(),
+        }
+    }
+
+    /// (transactions committed or attempted, requests written) so far.
+    pub fn stats(&self) -> (u64, u64) {
+        (
+            self.stats.batches.load(Ordering::Relaxed),
+            self.stats.requests.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Writes `reqs` as one batch, bypassing the queue (what the batcher does with requests
+    /// that arrive together).
+    pub(crate) async fn write_now(&self, reqs: &[&AcceptRequest]) -> Vec<Answer> {
+        write_batch(&self.ctx, &self.stats, reqs).await
+    }
+
+    /// Writes `req` with whatever else is waiting; answers after the commit.
+    pub(crate) async fn submit(&self, req: AcceptRequest) -> Answer {
+        let queue = self.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(4 * MAX_REQUESTS);
+            tokio::spawn(run(self.ctx.clone(), self.stats.clone(), rx));
+            tx
+        });
+        let (reply, answer) = oneshot::channel();
+        if queue.send(Pending { req, reply }).await.is_err() {
+            return Err(stopped());
+        }
+        answer.await.unwrap_or_else(|_| Err(stopped()))
+    }
+}
+
+fn stopped() -> AcceptError {
+    AcceptError::Store(StoreError::Other(anyhow::anyhow!(
+        "the acceptance batcher stopped"
+    )))
+}
+
+async fn run(ctx: BatchContext, stats: Arc<Stats>, mut rx: mpsc::Receiver<Pending>) {
+    // A request that did not fit the previous batch starts the next one.
+    let mut carry: Option<Pending> = None;
+    loop {
+        let first = match carry.take() {
+            Some(p) => p,
+            None => match rx.recv().await {
+                Some(p) => p,
+                None => return,
+            },
+        };
+        let mut recipients = first.req.recipients.len();
+        let mut bytes = first.req.blob_bytes();
+        let mut batch = vec![first];
+        while batch.len() < MAX_REQUESTS {
+            let Ok(next) = rx.try_recv() else { break };
+            recipients += next.req.recipients.len();
+            bytes += next.req.blob_bytes();
+            if recipients > MAX_RECIPIENTS || bytes > MAX_BLOB_BYTES {
+                carry = Some(next);
+                break;
+            }
+            batch.push(next);
+        }
+        let reqs: Vec<&AcceptRequest> = batch.iter().map(|p| &p.req).collect();
+        let answers = write_batch(&ctx, &stats, &reqs).await;
+        for (p, answer) in batch.into_iter().zip(answers) {
+            // The requester may have gone (client disconnected): its rows are committed anyway.
+            let _ = p.reply.send(answer);
+        }
+    }
+}
+
+/// Writes and commits the batch; one answer per request, in order.
+async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&AcceptRequest]) -> Vec<Answer> {
+    stats.batches.fetch_add(1, Ordering::Relaxed);
+    stats
+        .requests
+        .fetch_add(reqs.len() as u64, Ordering::Relaxed);
+    match write_shared(ctx, reqs).await {
+        Ok(answers) => answers,
+        Err(e) => {
+            if reqs.len() > 1 {
+                tracing::warn!(error = %e, requests = reqs.len(),
+                    "a batched send failed; writing the batch again with a savepoint per request");
+            }
+            match write_isolated(ctx, reqs).await {
+                Ok(answers) => answers,
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    reqs.iter()
+                        .map(|_| {
+                            Err(AcceptError::Store(StoreError::Other(anyhow::anyhow!(
+                                "{msg}"
+                            ))))
+                        })
+                        .collect()
+                }
+            }
+        }
+    }
+}
+
+/// The fast path: every request staged in one transaction, the rows of all written by a few
+/// multi-row statements. Any error fails the whole attempt (nothing is committed).
+async fn write_shared(
+    ctx: &BatchContext,
+    reqs: &[&AcceptRequest],
+) -> Result<Vec<Answer>, StoreError> {
+    let now = ctx.clock.now();
+    let mut tx = ctx.store.begin().await?;
+    let mut staged = Staged::default();
+    let mut answers = Vec::with_capacity(reqs.len());
+    for req in reqs {
+        match req.stage(&mut tx, &mut staged, now).await {
+            Ok(accepted) => answers.push(Ok(accepted)),
+            Err(AcceptError::Store(e)) => return Err(e),
+            Err(refused) => answers.push(Err(refused)),
+        }
+    }
+    staged.flush(&mut tx, ctx.max_attempts, now).await?;
+    tx.commit().await?;
+    Ok(answers)
+}
+
+/// The fallback: a savepoint per request, so a failing request is undone alone.
+async fn write_isolated(
+    ctx: &BatchContext,
+    reqs: &[&AcceptRequest],
+) -> Result<Vec<Answer>, StoreError> {
+    let now = ctx.clock.now();
+    let mut tx = ctx.store.begin().await?;
+    let mut answers = Vec::with_capacity(reqs.len());
+    for req in reqs {
+        tx.savepoint("accept_one").await?;
+        match write_one(&mut tx, req, ctx.max_attempts, now).await {
+            Ok(accepted) => {
+                tx.release_savepoint("accept_one").await?;
+                answers.push(Ok(accepted));
+            }
+            Err(e) => {
+                tx.rollback_to_savepoint("accept_one").await?;
+                answers.push(Err(e));
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(answers)
+}
+
+async fn write_one(tx: &mut Tx, req: &AcceptRequest, max_attempts: i32, now: i64) -> Answer {
+    let mut staged = Staged::default();
+    let accepted = req.stage(tx, &mut staged, now).await?;
+    staged.flush(tx, max_attempts, now).await?;
+    Ok(accepted)
+}

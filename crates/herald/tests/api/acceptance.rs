@@ -1,0 +1,119 @@
+//! Acceptance by group commit: concurrent sends share transactions, each is answered after
+//! its commit, and one request's failure (an `Idempotency-Key` conflict, a database error)
+//! neither fails nor rolls back the others of its batch.
+
+use std::time::Duration;
+
+use herald_core::email::EmailAddress;
+use herald_engine::send::{AcceptError, Recipient, SendPlan};
+use serde_json::json;
+
+use crate::both_engines;
+use crate::helpers::{Engine, expect_json};
+use crate::mail_setup::{DOMAIN, mail_world};
+
+both_engines!(
+    concurrent_sends_are_all_committed_and_conflicts_fail_alone,
+    a_failing_request_does_not_fail_its_batch,
+);
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn concurrent_sends_are_all_committed_and_conflicts_fail_alone(engine: Engine) {
+    let w = mail_world(engine, |_| {}).await;
+    let mut calls = Vec::new();
+    for i in 0..40 {
+        let body = json!({"to": format!("r{i}@example.org"), "from": format!("x@{DOMAIN}"),
+            "subject": "Hi {{email}}", "body": "<p>n={{n}}</p>", "data": {"n": i}});
+        let mut req = w
+            .app
+            .client
+            .post(w.app.url("/v1/send"))
+            .bearer_auth(&w.project.secret_key)
+            .json(&body);
+        if i % 8 == 0 {
+            req = req.header("Idempotency-Key", "same-key");
+        }
+        calls.push(tokio::spawn(req.send()));
+    }
+    let (mut ok, mut conflicts) = (0, 0);
+    for c in calls {
+        let res = c.await.unwrap().unwrap();
+        match res.status().as_u16() {
+            200 => ok += 1,
+            409 => conflicts += 1,
+            s => panic!("unexpected {s}: {}", res.text().await.unwrap_or_default()),
+        }
+    }
+    assert_eq!(
+        (ok, conflicts),
+        (36, 4),
+        "one of the five same-key sends goes"
+    );
+    // Acknowledged = committed: every 200 is there at once.
+    let list = expect_json(w.app.get("/emails", &w.project.secret_key).await, 200).await;
+    assert_eq!(list["total"], 36);
+    let got = w.sink.wait_for(36, WAIT).await;
+    assert_eq!(got.len(), 36);
+    let (batches, requests) = w.app.engine.acceptor.stats();
+    eprintln!("{requests} requests in {batches} transactions");
+    assert!(requests >= 40 && batches <= requests);
+}
+
+fn plan(project_id: uuid::Uuid, to: &str, key: Option<&str>) -> SendPlan {
+    SendPlan {
+        project_id,
+        recipients: vec![Recipient {
+            email: EmailAddress::parse(to).unwrap(),
+            name: None,
+        }],
+        subject: "Batch".into(),
+        body: "<p>Hello {{email}}</p>".into(),
+        from: EmailAddress::parse(&format!("x@{DOMAIN}")).unwrap(),
+        from_name: None,
+        reply_to: None,
+        template_id: None,
+        marketing: false,
+        subscribed: None,
+        data: Default::default(),
+        headers: Vec::new(),
+        attachments: Vec::new(),
+        idempotency_key: key.map(str::to_owned),
+    }
+}
+
+async fn a_failing_request_does_not_fail_its_batch(engine: Engine) {
+    let w = mail_world(engine, |_| {}).await;
+    let project: uuid::Uuid = w.project.id.parse().unwrap();
+    let plans = vec![
+        plan(project, "first@example.org", None),
+        // No such project: its contact insert fails on the foreign key inside the batch.
+        plan(uuid::Uuid::now_v7(), "orphan@example.org", None),
+        plan(project, "keyed@example.org", Some("k-1")),
+        plan(project, "again@example.org", Some("k-1")),
+        plan(project, "last@example.org", None),
+    ];
+    let answers = w.app.engine.accept_batch(&plans).await;
+    assert!(answers[0].is_ok(), "{:?}", answers[0]);
+    assert!(
+        matches!(answers[1], Err(AcceptError::Store(_))),
+        "{:?}",
+        answers[1]
+    );
+    assert!(answers[2].is_ok(), "{:?}", answers[2]);
+    assert!(
+        matches!(answers[3], Err(AcceptError::IdempotencyKeyReused)),
+        "{:?}",
+        answers[3]
+    );
+    assert!(answers[4].is_ok(), "{:?}", answers[4]);
+    let list = expect_json(w.app.get("/emails", &w.project.secret_key).await, 200).await;
+    assert_eq!(list["total"], 3, "{list}");
+    let got = w.sink.wait_for(3, WAIT).await;
+    let mut rcpts: Vec<String> = got.iter().flat_map(|m| m.rcpt_to.clone()).collect();
+    rcpts.sort();
+    assert_eq!(
+        rcpts,
+        ["first@example.org", "keyed@example.org", "last@example.org"]
+    );
+}

@@ -1,0 +1,64 @@
+//! Attachments stored once: a request's attachment is one content-addressed blob however many
+//! recipients (and requests) carry it, and every recipient receives it intact.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mail_parser::{MessageParser, MimeHeaders};
+use serde_json::json;
+
+use crate::both_engines;
+use crate::helpers::{Engine, expect_json};
+use crate::mail_setup::{DOMAIN, mail_world, message_ids, send, wait_status};
+
+both_engines!(fifty_recipients_share_one_stored_attachment);
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn fifty_recipients_share_one_stored_attachment(engine: Engine) {
+    let w = mail_world(engine, |_| {}).await;
+    let project: uuid::Uuid = w.project.id.parse().unwrap();
+    let pdf: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    let to: Vec<String> = (0..50)
+        .map(|i| format!("reader{i:02}@example.org"))
+        .collect();
+    let body = json!({
+        "to": to, "from": format!("x@{DOMAIN}"), "subject": "Report", "body": "<p>Attached</p>",
+        "attachments": [{"filename": "report.pdf", "contentType": "application/pdf", "content": STANDARD.encode(&pdf)}]
+    });
+    let answer = expect_json(send(&w, &body).await, 200).await;
+    let ids = message_ids(&answer);
+    assert_eq!(ids.len(), 50);
+    assert_eq!(w.app.store.count_blobs(project).await.unwrap(), 1);
+    // The same bytes in another request are still the same blob.
+    let again = json!({
+        "to": "late@example.org", "from": format!("x@{DOMAIN}"), "subject": "Report", "body": "B",
+        "attachments": [{"filename": "copy.pdf", "contentType": "application/pdf", "content": STANDARD.encode(&pdf)}]
+    });
+    expect_json(send(&w, &again).await, 200).await;
+    assert_eq!(w.app.store.count_blobs(project).await.unwrap(), 1);
+
+    let got = w.sink.wait_for(51, WAIT).await;
+    assert_eq!(got.len(), 51);
+    for mail in &got {
+        let parsed = MessageParser::default().parse(&mail.data).unwrap();
+        let part = parsed
+            .attachments()
+            .find(|a| a.attachment_name().is_some_and(|n| n.ends_with(".pdf")))
+            .expect("pdf part");
+        assert_eq!(part.contents(), pdf.as_slice(), "to {:?}", mail.rcpt_to);
+    }
+    let mut rcpts: Vec<String> = got.iter().flat_map(|m| m.rcpt_to.clone()).collect();
+    rcpts.sort();
+    rcpts.dedup();
+    assert_eq!(rcpts.len(), 51, "every recipient once");
+
+    let detail = wait_status(&w.app, &w.project.secret_key, &ids[7], &["SENT"], WAIT).await;
+    let a = &detail["attachments"][0];
+    assert_eq!(a["filename"], "report.pdf");
+    assert_eq!(a["contentType"], "application/pdf");
+    assert_eq!(a["size"], 200_000);
+    assert!(a.get("content").is_none(), "bytes are not echoed");
+    assert!(detail["bodyPurgedAt"].is_null());
+}
