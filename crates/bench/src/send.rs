@@ -21,7 +21,7 @@ use crate::server::{Server, expect_status, project_key};
 const TARGET_ACCEPTED_PER_SEC: f64 = 2000.0;
 const TARGET_DELIVERED_PER_SEC: f64 = 1500.0;
 const TARGET_RSS_MB: f64 = 150.0;
-const DOMAIN: &str = "bench-sender.com";
+pub const DOMAIN: &str = "bench-sender.com";
 
 pub struct SendOptions {
     pub count: usize,
@@ -125,12 +125,12 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
     api.shutdown().await
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub fn verdict(ok: bool) -> &'static str {
     if ok { "ok" } else { "BELOW TARGET" }
 }
 
 /// Adds the sender domain and publishes its records in the loopback DNS server.
-async fn verify_domain(api: &Server, key: &str, dns: &DnsServer) -> anyhow::Result<()> {
+pub async fn verify_domain(api: &Server, key: &str, dns: &DnsServer) -> anyhow::Result<()> {
     let client = Client::new();
     let res = client
         .post(api.url("/domains"))
@@ -163,7 +163,7 @@ async fn verify_domain(api: &Server, key: &str, dns: &DnsServer) -> anyhow::Resu
 }
 
 /// Resident memory of this process in MB (Linux), 0 elsewhere.
-fn rss_mb() -> f64 {
+pub fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -51,11 +51,15 @@ impl Application {
             rate_limit_per_minute: config.rate_limit_per_minute,
             public_url: config.public_url.clone(),
             max_body_bytes: config.max_body_bytes,
+            password_hash_threads: config.password_hash_threads(),
+            password_hash_queue: config.password_hash_queue,
+            body_budget_bytes: config.body_budget_bytes,
         };
         let mut engine_settings = config.engine_settings();
         engine_settings.clock = clock;
         let engine = Engine::new(store.clone(), engine_settings, &secret)?;
-        let state = AppState::new(store.clone(), engine.clone(), settings, &secret);
+        let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
+            .context("starting the password hashing threads")?;
         let router = herald_api::router(state);
         let listener = TcpListener::bind(&config.listen)
             .await

@@ -57,6 +57,12 @@ pub struct Config {
     /// Seconds a claimed send job is reserved for its worker (extended while sending); after
     /// a crash, unfinished sends are taken up again once it expires.
     pub send_lease_secs: f64,
+    /// Password hashes computed at once, each on its own thread (0 = the number of cores).
+    pub password_hash_threads: usize,
+    /// Sign-ins and sign-ups that may wait for a hashing thread; more answer 429.
+    pub password_hash_queue: usize,
+    /// Bytes of large request bodies (declared over 64 KiB) in flight at once; more wait.
+    pub body_budget_bytes: usize,
 }
 
 impl Default for Config {
@@ -86,6 +92,9 @@ impl Default for Config {
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
             send_lease_secs: 60.0,
+            password_hash_threads: 0,
+            password_hash_queue: 64,
+            body_budget_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -203,6 +212,15 @@ impl Config {
         if let Some(v) = get("HERALD_SEND_LEASE_SECS") {
             self.send_lease_secs = float("HERALD_SEND_LEASE_SECS", v)?;
         }
+        if let Some(v) = get("HERALD_PASSWORD_HASH_THREADS") {
+            self.password_hash_threads = num("HERALD_PASSWORD_HASH_THREADS", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_PASSWORD_HASH_QUEUE") {
+            self.password_hash_queue = num("HERALD_PASSWORD_HASH_QUEUE", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_BODY_BUDGET_BYTES") {
+            self.body_budget_bytes = num("HERALD_BODY_BUDGET_BYTES", v)?.try_into()?;
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections =
                 num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
@@ -236,6 +254,14 @@ impl Config {
             };
         }
         self
+    }
+
+    /// Hashing threads: the setting, or the number of cores when it is 0.
+    pub fn password_hash_threads(&self) -> usize {
+        match self.password_hash_threads {
+            0 => std::thread::available_parallelism().map_or(2, usize::from),
+            n => n,
+        }
     }
 
     /// The engine's part of the configuration.

@@ -7,3 +7,9 @@ pub mod config;
 
 pub use app::Application;
 pub use config::Config;
+
+/// mimalloc returns memory freed after a burst (argon2 hashes, large bodies) to the system
+/// within milliseconds; glibc's malloc kept gigabytes in per-thread arenas (docs/benchmarks.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

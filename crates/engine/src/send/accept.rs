@@ -2,6 +2,8 @@
 //! events), render subject and body, and insert the message with its send job — all in one
 //! transaction, so the answer is given only once everything it names is durably queued.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
@@ -28,8 +30,8 @@ pub struct Recipient {
 pub struct AttachmentIn {
     pub filename: String,
     pub content_type: String,
-    /// Base64, already checked to decode.
-    pub content_b64: String,
+    /// The decoded bytes (base64 is decoded once, while the request is read).
+    pub content: Vec<u8>,
     pub content_id: Option<String>,
     pub inline: bool,
 }
@@ -109,7 +111,7 @@ impl Engine {
             plan.attachments
                 .iter()
                 .map(|a| {
-                    json!({"filename": a.filename, "contentType": a.content_type, "content": a.content_b64,
+                    json!({"filename": a.filename, "contentType": a.content_type, "content": STANDARD.encode(&a.content),
                         "contentId": a.content_id, "disposition": if a.inline { "inline" } else { "attachment" }})
                 })
                 .collect(),

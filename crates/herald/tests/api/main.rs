@@ -10,6 +10,7 @@ mod crash;
 mod domains;
 mod errors;
 mod fields;
+mod memory;
 mod outbox;
 mod sending;
 mod templates;
