@@ -47,7 +47,7 @@ pub enum Content {
 }
 
 impl Content {
-    pub fn len(&self) -> Option<usize> {
+    pub fn decoded_len(&self) -> Option<usize> {
         match self {
             Content::Decoded(b) => Some(b.len()),
             Content::Dropped(n) => Some(*n),
@@ -161,7 +161,7 @@ impl<'de> Deserialize<'de> for AttachmentsField {
                 let mut items = Vec::new();
                 let mut total = 0usize;
                 while let Some(Item(mut item)) = seq.next_element::<Item>()? {
-                    if let Some(n) = item.content.as_ref().and_then(Content::len) {
+                    if let Some(n) = item.content.as_ref().and_then(Content::decoded_len) {
                         total = total.saturating_add(n);
                         if total > MAX_ATTACHMENT_BYTES {
                             item.content = Some(Content::Dropped(n));
