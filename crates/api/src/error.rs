@@ -39,6 +39,8 @@ pub struct ApiError {
     pub message: String,
     pub errors: Vec<FieldError>,
     pub suggestion: Option<String>,
+    /// Seconds for a `Retry-After` header (429, 503).
+    pub retry_after: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -51,7 +53,13 @@ impl ApiError {
             message: message.into(),
             errors: Vec::new(),
             suggestion: None,
+            retry_after: None,
         }
+    }
+
+    pub fn with_retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     pub fn with_suggestion(mut self, s: impl Into<String>) -> Self {
@@ -145,6 +153,12 @@ impl From<anyhow::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut res = self.status.into_response();
+        if let Some(secs) = self.retry_after {
+            res.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(secs),
+            );
+        }
         res.extensions_mut().insert(self);
         res
     }

@@ -85,7 +85,20 @@ fn timed_out(r: &BytesRejection) -> bool {
 }
 
 /// Parses JSON, telling a syntax error (400) from a value of the wrong shape (422 with path).
+///
+/// A body is first read straight into `T` (strings are copied once, or not at all when `T`
+/// takes them borrowed, as `/v1/send` attachments do); only when that fails is it read again
+/// through a `Value` to find which error to report, so errors are the same as before.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        if let Ok(v) = T::deserialize(&mut de)
+            && de.end().is_ok()
+        {
+            return Ok(v);
+        }
+    }
     let value: serde_json::Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))?;
     if !value.is_object() {

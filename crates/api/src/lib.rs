@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod body_budget;
 pub mod envelope;
 pub mod error;
 pub mod extract;
@@ -64,6 +65,11 @@ pub fn router(state: AppState) -> Router {
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
     // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.
     .layer(middleware::from_fn(extract::refuse_nul_in_url))
+    // Inside authentication: only authenticated requests hold the large-body budget.
+    .layer(middleware::from_fn_with_state(
+        state.clone(),
+        body_budget::guard,
+    ))
     .layer(middleware::from_fn_with_state(
         state.clone(),
         auth::authenticate,

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use herald_engine::Engine;
 use herald_store::Store;
 
+use crate::auth::password::PasswordPool;
 use crate::auth::session::SessionKeys;
+use crate::body_budget::BodyBudget;
 use crate::rate_limit::RateLimiter;
 
 /// Settings the API reads (a subset of the server configuration).
@@ -19,6 +21,12 @@ pub struct ApiSettings {
     pub max_body_bytes: usize,
     /// Bearer token of `GET /metrics`; `None` turns the endpoint off.
     pub metrics_token: Option<String>,
+    /// Password hashes computed at once (threads of the hashing pool).
+    pub password_hash_threads: usize,
+    /// Sign-ins and sign-ups that may wait for a hashing thread; more answer 429.
+    pub password_hash_queue: usize,
+    /// Bytes of large request bodies (declared over 64 KiB) read at once; more wait.
+    pub body_budget_bytes: usize,
 }
 
 pub struct Inner {
@@ -27,6 +35,8 @@ pub struct Inner {
     pub settings: ApiSettings,
     pub limiter: RateLimiter,
     pub sessions: SessionKeys,
+    pub passwords: PasswordPool,
+    pub body_budget: BodyBudget,
 }
 
 #[derive(Clone)]
@@ -40,15 +50,25 @@ impl Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(store: Store, engine: Engine, settings: ApiSettings, secret: &[u8]) -> Self {
+    /// Fails only when the password hashing threads cannot be started.
+    pub fn new(
+        store: Store,
+        engine: Engine,
+        settings: ApiSettings,
+        secret: &[u8],
+    ) -> std::io::Result<Self> {
         let secure = settings.public_url.starts_with("https://");
         let sessions = SessionKeys::new(secret, secure, engine.settings.clock.clone());
-        AppState(Arc::new(Inner {
+        let passwords =
+            PasswordPool::new(settings.password_hash_threads, settings.password_hash_queue)?;
+        Ok(AppState(Arc::new(Inner {
             store,
             engine,
             limiter: RateLimiter::new(settings.rate_limit_per_minute),
             sessions,
+            passwords,
+            body_budget: BodyBudget::new(settings.body_budget_bytes),
             settings,
-        }))
+        })))
     }
 }

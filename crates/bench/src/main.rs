@@ -1,7 +1,7 @@
 //! Load benchmarks against a real Herald server started in-process on port 0.
 //!
 //! ```text
-//! cargo run --release -p herald-bench -- contacts|send [--count N] [--concurrency 32]
+//! cargo run --release -p herald-bench -- contacts|send|memory [--count N] [--concurrency 32]
 //!     [--database-url postgres://user@host/db]
 //! ```
 //!
@@ -14,16 +14,21 @@
 //! messages to a loopback SMTP sink with DKIM signing, with peak memory while draining.
 //! `send --concurrent` measures acceptance alone with `concurrency` clients: workers off, then
 //! with the workers delivering to the local outbox at the same time.
+//!
+//! `memory` prints the RSS through a 128-way login flood and through `count` (default 2,000)
+//! `/v1/send` requests with a 5 MB attachment at `concurrency` (default 16) in flight, and
+//! 30 s after each. `--no-default-features` builds it with the system allocator.
 #![forbid(unsafe_code)]
 
 mod contacts;
+mod memory;
 mod send;
 mod server;
 mod signing;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory [--count N] [--concurrency N] [--fields N] \
      [--concurrent] [--database-url postgres://...]";
 
 #[derive(Debug)]
@@ -40,14 +45,18 @@ pub struct Options {
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
     let bench = match args.next().as_deref() {
-        Some(b @ ("contacts" | "send")) => b.to_owned(),
+        Some(b @ ("contacts" | "send" | "memory")) => b.to_owned(),
         Some("-h" | "--help") | None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
     };
     let mut opts = Options {
-        count: if bench == "send" { 20_000 } else { 100_000 },
+        count: match bench.as_str() {
+            "send" => 20_000,
+            "memory" => 2_000,
+            _ => 100_000,
+        },
+        concurrency: if bench == "memory" { 16 } else { 32 },
         bench,
-        concurrency: 32,
         fields: 4,
         database_url: None,
         concurrent: false,
@@ -98,6 +107,14 @@ async fn main() -> anyhow::Result<()> {
                 concurrency: opts.concurrency,
                 database_url: opts.database_url.clone(),
                 concurrent: opts.concurrent,
+            })
+            .await
+        }
+        "memory" => {
+            memory::run(&memory::MemoryOptions {
+                count: opts.count,
+                concurrency: opts.concurrency,
+                database_url: opts.database_url.clone(),
             })
             .await
         }

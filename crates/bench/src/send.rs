@@ -30,7 +30,7 @@ const TARGET_DELIVERED_PER_SEC: f64 = 1500.0;
 /// Delivered/s over the 2-core signing rate (issue 7).
 const TARGET_SIGNING_RATIO: f64 = 0.45;
 const TARGET_RSS_MB: f64 = 120.0;
-const DOMAIN: &str = "bench-sender.com";
+pub const DOMAIN: &str = "bench-sender.com";
 
 pub struct SendOptions {
     pub count: usize,
@@ -211,12 +211,12 @@ async fn run_concurrent(opts: &SendOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub fn verdict(ok: bool) -> &'static str {
     if ok { "ok" } else { "BELOW TARGET" }
 }
 
 /// Adds the sender domain and publishes its records in the loopback DNS server.
-async fn verify_domain(api: &Server, key: &str, dns: &DnsServer) -> anyhow::Result<()> {
+pub async fn verify_domain(api: &Server, key: &str, dns: &DnsServer) -> anyhow::Result<()> {
     let client = Client::new();
     let res = client
         .post(api.url("/domains"))
@@ -249,7 +249,7 @@ async fn verify_domain(api: &Server, key: &str, dns: &DnsServer) -> anyhow::Resu
 }
 
 /// Resident memory of this process in MB (Linux), 0 elsewhere.
-fn rss_mb() -> f64 {
+pub fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -54,12 +54,16 @@ impl Application {
             public_url: config.public_url.clone(),
             max_body_bytes: config.max_body_bytes,
             metrics_token: config.metrics_token(),
+            password_hash_threads: config.password_hash_threads(),
+            password_hash_queue: config.password_hash_queue,
+            body_budget_bytes: config.body_budget_bytes,
         };
         herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();
         engine_settings.clock = clock;
         let engine = Engine::new(store.clone(), engine_settings, &secret)?;
-        let state = AppState::new(store.clone(), engine.clone(), settings, &secret);
+        let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
+            .context("starting the password hashing threads")?;
         let router = herald_api::router(state);
         let listener = TcpListener::bind(&config.listen)
             .await

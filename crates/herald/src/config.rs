@@ -73,6 +73,12 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Days a message's body and attachments are kept (0 = forever); metadata and history stay.
     pub retention_days: u32,
+    /// Password hashes computed at once, each on its own thread (0 = the number of cores).
+    pub password_hash_threads: usize,
+    /// Sign-ins and sign-ups that may wait for a hashing thread; more answer 429.
+    pub password_hash_queue: usize,
+    /// Bytes of large request bodies (declared over 64 KiB) in flight at once; more wait.
+    pub body_budget_bytes: usize,
 }
 
 /// How log lines are written.
@@ -128,6 +134,9 @@ impl Default for Config {
             metrics_token: None,
             log_format: LogFormat::Text,
             retention_days: 30,
+            password_hash_threads: 0,
+            password_hash_queue: 64,
+            body_budget_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -266,6 +275,15 @@ impl Config {
         if let Some(v) = get("HERALD_RETENTION_DAYS") {
             self.retention_days = num("HERALD_RETENTION_DAYS", v)?.try_into()?;
         }
+        if let Some(v) = get("HERALD_PASSWORD_HASH_THREADS") {
+            self.password_hash_threads = num("HERALD_PASSWORD_HASH_THREADS", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_PASSWORD_HASH_QUEUE") {
+            self.password_hash_queue = num("HERALD_PASSWORD_HASH_QUEUE", v)?.try_into()?;
+        }
+        if let Some(v) = get("HERALD_BODY_BUDGET_BYTES") {
+            self.body_budget_bytes = num("HERALD_BODY_BUDGET_BYTES", v)?.try_into()?;
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections =
                 num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
@@ -320,6 +338,14 @@ impl Config {
             .map(str::trim)
             .filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("off"))
             .map(str::to_owned)
+    }
+
+    /// Hashing threads: the setting, or the number of cores when it is 0.
+    pub fn password_hash_threads(&self) -> usize {
+        match self.password_hash_threads {
+            0 => std::thread::available_parallelism().map_or(2, usize::from),
+            n => n,
+        }
     }
 
     /// The engine's part of the configuration.

@@ -9,3 +9,9 @@ pub mod server;
 
 pub use app::Application;
 pub use config::Config;
+
+/// mimalloc returns memory freed after a burst (argon2 hashes, large bodies) to the system
+/// within milliseconds; glibc's malloc kept gigabytes in per-thread arenas (docs/benchmarks.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -16,7 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::keys::NewKeys;
-use crate::auth::{Role, UserAuth, password};
+use crate::auth::{Role, UserAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
 use crate::state::AppState;
@@ -144,7 +144,8 @@ fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Resp
 
 /// Creates an account and signs it in.
 #[utoipa::path(post, path = "/auth/signup", tag = "account", request_body = Credentials,
-    responses((status = 201, body = UserResponse), (status = 403, description = "Sign-ups disabled"), (status = 409)))]
+    responses((status = 201, body = UserResponse), (status = 403, description = "Sign-ups disabled"), (status = 409),
+        (status = 429, description = "RATE_LIMIT_EXCEEDED: too many sign-ins waiting for a password check")))]
 async fn signup(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Credentials>,
@@ -160,7 +161,7 @@ async fn signup(
     let user = User {
         id: new_id(),
         email: email.into_string(),
-        password_hash: password::hash(password).await?,
+        password_hash: state.passwords.hash(password).await?,
         created_at: now,
     };
     match state.store.create_user(&user).await {
@@ -181,7 +182,8 @@ async fn signup(
 
 /// Signs in; sets the session cookie. A wrong email and a wrong password answer alike.
 #[utoipa::path(post, path = "/auth/login", tag = "account", request_body = Credentials,
-    responses((status = 200, body = UserResponse), (status = 401, description = "INVALID_CREDENTIALS")))]
+    responses((status = 200, body = UserResponse), (status = 401, description = "INVALID_CREDENTIALS"),
+        (status = 429, description = "RATE_LIMIT_EXCEEDED: too many sign-ins waiting for a password check")))]
 async fn login(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Credentials>,
@@ -196,7 +198,10 @@ async fn login(
         Some(e) => state.store.user_by_email(e.as_str()).await?,
         None => None,
     };
-    let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await;
+    let ok = state
+        .passwords
+        .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
+        .await?;
     let user = user.filter(|_| ok).ok_or_else(invalid)?;
     let token = state.sessions.issue(user.id)?;
     Ok(with_cookie(

@@ -9,5 +9,6 @@ pub mod events;
 pub mod fields;
 pub mod health;
 pub mod send;
+pub mod send_attachments;
 pub mod send_parse;
 pub mod templates;

@@ -15,14 +15,18 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::contacts::data_field;
+use super::send_attachments::AttachmentsField;
 use super::send_parse::{self as parse, Problems};
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
 use crate::state::AppState;
 
-/// Largest `/v1/send` body: 10 MB of attachments in base64 plus the message fit well below.
-pub const SEND_BODY_LIMIT: usize = 60 * 1024 * 1024;
+/// Largest `/v1/send` body: the largest message (40 MB). Attachments and HTML grow from the
+/// request into the message (base64 stays, HTML is encoded), so only unusual JSON escaping
+/// or a huge `data` could make a larger request fit. A declared length over it is refused
+/// before the body is read.
+pub const SEND_BODY_LIMIT: usize = parse::MAX_MESSAGE_BYTES;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -54,7 +58,7 @@ pub struct SendRequest {
     pub reply: Option<String>,
     /// `[{filename, content (base64), contentType, contentId?, disposition?}]`, at most 10.
     #[schema(value_type = Option<Vec<Object>>)]
-    pub attachments: Option<Value>,
+    pub attachments: Option<AttachmentsField>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -158,7 +162,7 @@ async fn send(
         .as_deref()
         .and_then(|r| parse::address(r, "reply", &mut p));
     let custom_headers = parse::headers(req.headers.as_ref(), &mut p);
-    let (attachments, attachment_bytes) = parse::attachments(req.attachments.as_ref(), &mut p)?;
+    let (attachments, attachment_bytes) = parse::attachments(req.attachments, &mut p)?;
     let data = data_field(req.data.as_ref(), &mut p.0);
     let overrides = SendOverrides {
         subject,

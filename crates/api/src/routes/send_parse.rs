@@ -4,14 +4,13 @@
 //! `herald_core::headers` (the ones templates and the MIME builder use), so nothing accepted
 //! here can inject a header or fail at compose time for a header reason.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use herald_core::email::EmailAddress;
 use herald_core::headers;
 use herald_core::rules::{self, Violation};
 use herald_engine::send::{AttachmentIn, Recipient};
 use serde_json::Value;
 
+use super::send_attachments::{AttachmentsField, Content};
 use crate::error::{ApiError, FieldError};
 
 pub const MAX_RECIPIENTS: usize = 50;
@@ -168,15 +167,16 @@ pub fn headers(raw: Option<&Value>, p: &mut Problems) -> Vec<(String, String)> {
     out
 }
 
-/// Attachments; `Err` is a 413 when the decoded total is over the limit.
+/// Attachments; `Err` is a 413 when the decoded total is over the limit. The decoded bytes
+/// move into the [`AttachmentIn`]s: no copy is made.
 pub fn attachments(
-    raw: Option<&Value>,
+    raw: Option<AttachmentsField>,
     p: &mut Problems,
 ) -> Result<(Vec<AttachmentIn>, usize), ApiError> {
     let items = match raw {
-        None | Some(Value::Null) => return Ok((Vec::new(), 0)),
-        Some(Value::Array(a)) => a,
-        Some(_) => {
+        None => return Ok((Vec::new(), 0)),
+        Some(AttachmentsField::Items(a)) => a,
+        Some(AttachmentsField::NotArray) => {
             p.push(
                 "attachments",
                 "attachments must be an array",
@@ -195,13 +195,11 @@ pub fn attachments(
     }
     let mut out = Vec::new();
     let mut total = 0usize;
-    for (i, item) in items.iter().enumerate() {
+    for (i, item) in items.into_iter().enumerate() {
         let f = |k: &str| format!("attachments.{i}.{k}");
-        let text = |k: &str| item.get(k).and_then(Value::as_str);
-        let filename = match text("filename") {
-            Some(n) if !n.is_empty() && n.len() <= 255 && !n.chars().any(char::is_control) => {
-                n.to_owned()
-            }
+        let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_owned);
+        let filename = match text(&item.filename) {
+            Some(n) if !n.is_empty() && n.len() <= 255 && !n.chars().any(char::is_control) => n,
             _ => {
                 p.push(
                     f("filename"),
@@ -211,7 +209,8 @@ pub fn attachments(
                 continue;
             }
         };
-        let content_type = text("contentType").unwrap_or("application/octet-stream");
+        let content_type =
+            text(&item.content_type).unwrap_or_else(|| "application/octet-stream".to_owned());
         let ct_ok = content_type.split_once('/').is_some_and(|(a, b)| {
             !a.is_empty() && !b.is_empty() && content_type.bytes().all(|c| c.is_ascii_graphic())
         });
@@ -223,13 +222,12 @@ pub fn attachments(
             );
             continue;
         }
-        let Some(content) = text("content") else {
-            p.push(f("content"), "content (base64) is required", "required");
-            continue;
-        };
-        let decoded_len = match STANDARD.decode(content.trim()) {
-            Ok(bytes) => bytes.len(),
-            Err(_) => {
+        let content = match item.content {
+            None | Some(Content::NotString) => {
+                p.push(f("content"), "content (base64) is required", "required");
+                continue;
+            }
+            Some(Content::InvalidBase64) => {
                 p.push(
                     f("content"),
                     "content is not valid base64",
@@ -237,9 +235,16 @@ pub fn attachments(
                 );
                 continue;
             }
+            Some(Content::Dropped(n)) => {
+                total += n;
+                Vec::new()
+            }
+            Some(Content::Decoded(bytes)) => {
+                total += bytes.len();
+                bytes
+            }
         };
-        total += decoded_len;
-        let inline = match text("disposition") {
+        let inline = match text(&item.disposition).as_deref() {
             None | Some("attachment") => false,
             Some("inline") => true,
             Some(_) => {
@@ -251,7 +256,7 @@ pub fn attachments(
                 continue;
             }
         };
-        let content_id = text("contentId").map(str::to_owned);
+        let content_id = text(&item.content_id);
         if inline
             && content_id.as_deref().is_none_or(|c| {
                 c.is_empty()
@@ -268,8 +273,8 @@ pub fn attachments(
         }
         out.push(AttachmentIn {
             filename,
-            content_type: content_type.to_owned(),
-            content_b64: content.trim().to_owned(),
+            content_type,
+            content,
             content_id,
             inline,
         });

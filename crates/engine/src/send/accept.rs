@@ -4,8 +4,6 @@
 //! message references them. The writes of concurrent requests share one transaction (group
 //! commit, see [`super::batch`]); the answer is given only once that transaction committed.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
@@ -35,8 +33,8 @@ pub struct Recipient {
 pub struct AttachmentIn {
     pub filename: String,
     pub content_type: String,
-    /// Base64, already checked to decode.
-    pub content_b64: String,
+    /// The decoded bytes (base64 is decoded once, while the request is read).
+    pub content: Vec<u8>,
     pub content_id: Option<String>,
     pub inline: bool,
 }
@@ -142,18 +140,13 @@ fn prepare_attachments(
     let mut shas = Vec::with_capacity(items.len());
     let mut blobs: Vec<PreparedBlob> = Vec::new();
     for a in items {
-        let content = STANDARD.decode(a.content_b64.trim()).map_err(|_| {
-            AcceptError::Store(StoreError::Other(anyhow::anyhow!(
-                "attachment {} is not valid base64",
-                a.filename
-            )))
-        })?;
-        let sha256 = hex::encode(Sha256::digest(&content));
+        let sha256 = hex::encode(Sha256::digest(&a.content));
         meta.push(json!({"filename": a.filename, "contentType": a.content_type,
             "contentId": a.content_id, "disposition": if a.inline { "inline" } else { "attachment" },
-            "size": content.len(), "sha256": sha256}));
+            "size": a.content.len(), "sha256": sha256}));
         shas.push(sha256.clone());
         if !blobs.iter().any(|b| b.sha256 == sha256) {
+            let content = a.content.clone();
             blobs.push(PreparedBlob { sha256, content });
         }
     }
@@ -162,8 +155,8 @@ fn prepare_attachments(
 
 impl AcceptRequest {
     async fn prepare(plan: &SendPlan) -> Result<AcceptRequest, AcceptError> {
-        let b64: usize = plan.attachments.iter().map(|a| a.content_b64.len()).sum();
-        let (attachments, attachment_shas, blobs) = if b64 > INLINE_DECODE_LIMIT {
+        let bytes: usize = plan.attachments.iter().map(|a| a.content.len()).sum();
+        let (attachments, attachment_shas, blobs) = if bytes > INLINE_DECODE_LIMIT {
             let items = plan.attachments.clone();
             tokio::task::spawn_blocking(move || prepare_attachments(&items))
                 .await

@@ -17,6 +17,7 @@ mod header_rules;
 mod international;
 mod isolation;
 mod leases;
+mod memory;
 mod metrics;
 mod nul_input;
 mod openapi;
