@@ -7,5 +7,7 @@ pub mod email;
 pub mod fields;
 pub mod html_text;
 pub mod ids;
+pub mod redact;
+pub mod secret;
 pub mod template;
 pub mod time;

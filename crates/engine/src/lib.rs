@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod domains;
+pub mod secret_rotation;
 pub mod send;
 pub mod settings;
 pub mod throttle;
@@ -53,7 +54,7 @@ impl Engine {
         )?;
         Ok(Engine(Arc::new(EngineInner {
             store,
-            sealer: Sealer::from_secret(secret, "dkim-private-keys"),
+            sealer: Sealer::for_dkim(secret),
             dns,
             transport,
             throttle: throttle::Throttle::new(settings.send_rate_per_second),

@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod config;
+pub mod rotate;
 
 pub use app::Application;
 pub use config::Config;
