@@ -137,10 +137,8 @@ mod tests {
         use aws_lc_rs::hkdf::{HKDF_SHA256, Salt};
         let secret = b"test-secret-test-secret-test-secret-0123";
         let info = [b"dkim-private-keys".as_slice()];
-        let okm = Salt::new(HKDF_SHA256, b"herald/seal/v1")
-            .extract(secret)
-            .expand(&info, &AES_256_GCM)
-            .unwrap();
+        let prk = Salt::new(HKDF_SHA256, b"herald/seal/v1").extract(secret);
+        let okm = prk.expand(&info, &AES_256_GCM).unwrap();
         let old = Sealer {
             key: Arc::new(LessSafeKey::new(UnboundKey::from(okm))),
         };
