@@ -10,6 +10,8 @@ pub mod html_text;
 pub mod ids;
 pub mod kinds;
 pub mod message_status;
+pub mod redact;
 pub mod rules;
+pub mod secret;
 pub mod template;
 pub mod time;

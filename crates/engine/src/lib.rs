@@ -7,6 +7,7 @@
 pub mod domains;
 pub mod metrics;
 pub mod retention;
+pub mod secret_rotation;
 pub mod send;
 pub mod settings;
 pub mod throttle;
@@ -56,7 +57,7 @@ impl Engine {
             settings.smtp_max_connections,
         )?;
         Ok(Engine(Arc::new(EngineInner {
-            sealer: Sealer::from_secret(secret, "dkim-private-keys"),
+            sealer: Sealer::for_dkim(secret),
             dns,
             transport,
             throttle: throttle::Throttle::new(settings.send_rate_per_second),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use herald_core::clock::SharedClock;
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct EngineSettings {
     /// Base of links in mail.
     pub public_url: String,
@@ -42,6 +42,35 @@ pub struct EngineSettings {
     pub clock: SharedClock,
 }
 
+/// Every field, the relay URL's userinfo (its credential) hidden.
+impl std::fmt::Debug for EngineSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineSettings")
+            .field("public_url", &self.public_url)
+            .field("dkim_selector_prefix", &self.dkim_selector_prefix)
+            .field("spf_mechanism", &self.spf_mechanism)
+            .field("return_path_host", &self.return_path_host)
+            .field("domain_check_interval", &self.domain_check_interval)
+            .field("dns_resolver", &self.dns_resolver)
+            .field("dns_timeout", &self.dns_timeout)
+            .field(
+                "smtp_url",
+                &self
+                    .smtp_url
+                    .as_deref()
+                    .map(herald_core::redact::url_userinfo),
+            )
+            .field("outbox_dir", &self.outbox_dir)
+            .field("smtp_max_connections", &self.smtp_max_connections)
+            .field("send_rate_per_second", &self.send_rate_per_second)
+            .field("send_concurrency", &self.send_concurrency)
+            .field("send_max_attempts", &self.send_max_attempts)
+            .field("send_retry_base", &self.send_retry_base)
+            .field("send_lease", &self.send_lease)
+            .finish_non_exhaustive()
+    }
+}
+
 impl EngineSettings {
     /// Defaults for a data directory (used by tests and as the base of the configuration).
     pub fn for_data_dir(data_dir: &std::path::Path, public_url: &str) -> Self {
@@ -64,5 +93,17 @@ impl EngineSettings {
             retention_days: 30,
             clock: herald_core::clock::system(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn debug_hides_the_relay_credential() {
+        let mut s = super::EngineSettings::for_data_dir(std::path::Path::new("/tmp"), "http://x");
+        s.smtp_url = Some("smtp://apikey:SG.topsecret@relay.example:587".into());
+        let d = format!("{s:?}");
+        assert!(!d.contains("topsecret") && !d.contains("apikey"), "{d}");
+        assert!(d.contains("relay.example:587"), "{d}");
     }
 }

@@ -30,6 +30,10 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let opts = StoreOptions {
         max_connections: config.database_max_connections,
         pg_schema: config.database_schema.clone(),
+        worker_connections: config.worker_connections(),
+        statement_timeout: std::time::Duration::from_secs_f64(
+            config.database_statement_timeout_secs,
+        ),
     };
     let store = Store::connect(&config.database_url, &opts).await?;
     store.migrate().await?;

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use herald_core::redact;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -79,6 +80,8 @@ pub struct Config {
     pub password_hash_queue: usize,
     /// Bytes of large request bodies (declared over 64 KiB) in flight at once; more wait.
     pub body_budget_bytes: usize,
+    /// PostgreSQL: seconds a statement may run before it is cancelled (0 = no limit).
+    pub database_statement_timeout_secs: f64,
 }
 
 /// How log lines are written.
@@ -137,6 +140,7 @@ impl Default for Config {
             password_hash_threads: 0,
             password_hash_queue: 64,
             body_budget_bytes: 64 * 1024 * 1024,
+            database_statement_timeout_secs: 30.0,
         }
     }
 }
@@ -284,6 +288,10 @@ impl Config {
         if let Some(v) = get("HERALD_BODY_BUDGET_BYTES") {
             self.body_budget_bytes = num("HERALD_BODY_BUDGET_BYTES", v)?.try_into()?;
         }
+        if let Some(v) = get("HERALD_DATABASE_STATEMENT_TIMEOUT_SECS") {
+            self.database_statement_timeout_secs =
+                float("HERALD_DATABASE_STATEMENT_TIMEOUT_SECS", v)?;
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections =
                 num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
@@ -348,6 +356,18 @@ impl Config {
         }
     }
 
+    /// PostgreSQL connections kept for the workers on top of `database_max_connections`: one
+    /// per concurrent delivery plus 4 for the queue poller, the domain checks and recovery,
+    /// so the API never waits behind a busy send queue. None when this node runs no workers.
+    pub fn worker_connections(&self) -> u32 {
+        if !self.workers {
+            return 0;
+        }
+        u32::try_from(self.send_concurrency.max(1))
+            .unwrap_or(u32::MAX / 2)
+            .saturating_add(4)
+    }
+
     /// The engine's part of the configuration.
     pub fn engine_settings(&self) -> herald_engine::EngineSettings {
         use std::time::Duration;
@@ -376,12 +396,15 @@ impl Config {
     /// The signing secret: configured, or read from (and first generated into) the data directory.
     pub fn load_or_create_secret(&self) -> anyhow::Result<Vec<u8>> {
         if let Some(s) = &self.secret {
-            anyhow::ensure!(s.len() >= 32, "the secret must be at least 32 characters");
+            anyhow::ensure!(
+                s.len() >= MIN_SECRET_LEN,
+                "the secret must be at least {MIN_SECRET_LEN} characters"
+            );
             return Ok(s.as_bytes().to_vec());
         }
         let path = self.data_dir.join("secret");
         match std::fs::read_to_string(&path) {
-            Ok(s) if s.trim().len() >= 32 => return Ok(s.trim().as_bytes().to_vec()),
+            Ok(s) if s.trim().len() >= MIN_SECRET_LEN => return Ok(s.trim().as_bytes().to_vec()),
             Ok(_) => anyhow::bail!(
                 "{} is too short; delete it to generate a new one",
                 path.display()
@@ -389,9 +412,7 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         }
-        let mut bytes = [0u8; 32];
-        rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
-        let secret = hex::encode(bytes);
+        let secret = generate_secret();
         write_private(&path, &secret).with_context(|| format!("writing {}", path.display()))?;
         Ok(secret.into_bytes())
     }
@@ -399,8 +420,8 @@ impl Config {
     /// The effective configuration as TOML, secrets and passwords redacted.
     pub fn redacted_toml(&self) -> String {
         let mut c = self.clone();
-        c.database_url = redact_url(&c.database_url);
-        c.smtp_url = c.smtp_url.as_deref().map(redact_url);
+        c.database_url = redact::url_password(&c.database_url);
+        c.smtp_url = c.smtp_url.as_deref().map(redact::url_userinfo);
         c.secret = c.secret.as_ref().map(|_| "[redacted]".to_owned());
         c.metrics_token = c.metrics_token.as_ref().map(|_| "[redacted]".to_owned());
         toml::to_string_pretty(&c).unwrap_or_default()
@@ -408,22 +429,18 @@ impl Config {
 
     /// What the log line says about the database.
     pub fn database_description(&self) -> String {
-        redact_url(&self.database_url)
+        redact::url_password(&self.database_url)
     }
 }
 
-/// Replaces the password of `scheme://user:password@host` with `***`.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
+/// Shortest accepted server secret, in characters.
+pub const MIN_SECRET_LEN: usize = 32;
+
+/// A new random server secret: 32 bytes from the system generator, in hex.
+pub fn generate_secret() -> String {
+    let mut bytes = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rng(), &mut bytes);
+    hex::encode(bytes)
 }
 
 #[cfg(unix)]
@@ -497,5 +514,20 @@ mod tests {
         );
         assert!(t.contains("postgres://herald:***@db/herald"));
         assert!(format!("{c:?}").contains("[redacted]"));
+        // The relay's user name is a credential too (often the API token itself).
+        let relay = Config {
+            smtp_url: Some("smtps://tok_live_abc:tok_live_abc@relay.example:465".into()),
+            ..Config::default()
+        };
+        for shown in [
+            format!("{relay:?}"),
+            format!("{relay:#?}"),
+            relay.redacted_toml(),
+        ] {
+            assert!(!shown.contains("tok_live_abc"), "{shown}");
+            assert!(shown.contains("relay.example:465"), "{shown}");
+        }
+        let engine = format!("{:?}", relay.engine_settings());
+        assert!(!engine.contains("tok_live_abc"), "{engine}");
     }
 }

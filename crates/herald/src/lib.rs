@@ -5,6 +5,7 @@
 pub mod app;
 pub mod config;
 pub mod edge_io;
+pub mod rotate;
 pub mod server;
 
 pub use app::Application;

@@ -1,4 +1,4 @@
-//! `herald serve | migrate | config`.
+//! `herald serve | migrate | config | rotate-secret | outbox`.
 
 use std::path::PathBuf;
 
@@ -29,6 +29,10 @@ enum Command {
     Migrate,
     /// Print the effective configuration (secrets redacted).
     Config,
+    /// Replace the server secret and re-seal every DKIM key under the new one (stop the
+    /// servers first). The new secret comes from HERALD_NEW_SECRET, or is generated when the
+    /// secret lives in the data directory; everyone signs in again afterwards.
+    RotateSecret,
     /// List the messages kept by the local outbox transport, or print one (`--show ID`).
     Outbox {
         /// Print the raw message with this id.
@@ -66,6 +70,18 @@ async fn main() -> anyhow::Result<()> {
             );
         }
         Command::Config => print!("{}", config.redacted_toml()),
+        Command::RotateSecret => {
+            let new = std::env::var("HERALD_NEW_SECRET").ok();
+            let done = herald::rotate::rotate_secret(&config, new).await?;
+            println!(
+                "{} DKIM key(s) re-sealed ({} already under the new secret)",
+                done.rotation.resealed, done.rotation.already_new
+            );
+            match done.written {
+                Some(path) => println!("new secret written to {}", path.display()),
+                None => println!("now configure the new secret (HERALD_SECRET) and restart"),
+            }
+        }
         Command::Outbox { show } => outbox(&config, show.as_deref())?,
     }
     Ok(())

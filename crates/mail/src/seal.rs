@@ -1,24 +1,22 @@
 //! Sealing secrets at rest (DKIM private keys) with a key derived from the server secret.
 //!
 //! Invariants:
-//! - The AES-256-GCM key is HKDF-SHA256(salt = [`HKDF_SALT`], ikm = server secret,
-//!   info = purpose). Different purposes give unrelated keys, so a blob sealed for one purpose
-//!   never opens under another.
+//! - The AES-256-GCM key is derived from the server secret by
+//!   [`herald_core::secret::derive`] for [`KeyPurpose::DkimSealing`] (HKDF-SHA256, its own salt
+//!   and label, unchanged since the first release), never the secret itself.
 //! - Sealed format: `nonce (12 bytes) || ciphertext || tag (16 bytes)`, the nonce fresh from the
 //!   system RNG for every call, so sealing the same plaintext twice gives different bytes.
 //! - [`Sealer::open`] returns an error (never panics) on short input, tampering or a wrong
 //!   key; it reveals nothing more than "cannot open".
-//! - Changing the server secret makes every sealed value unreadable: keys must be re-sealed.
+//! - Changing the server secret makes every sealed value unreadable: keys must be re-sealed
+//!   (`herald rotate-secret` does it).
 
 use std::fmt;
 use std::sync::Arc;
 
 use anyhow::anyhow;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use aws_lc_rs::hkdf::{HKDF_SHA256, Salt};
-
-/// Fixed HKDF salt: domain separation from any other use of the server secret.
-pub const HKDF_SALT: &[u8] = b"herald/seal/v1";
+use herald_core::secret::{DerivedKey, KeyPurpose, derive};
 const TAG_LEN: usize = 16;
 
 /// Seals and opens secrets with one derived key. Cheap to clone.
@@ -34,16 +32,16 @@ impl fmt::Debug for Sealer {
 }
 
 impl Sealer {
-    /// Derives the AES-256-GCM key for `purpose` from the server secret with HKDF-SHA256.
-    pub fn from_secret(server_secret: &[u8], purpose: &str) -> Self {
-        let info = [purpose.as_bytes()];
-        let prk = Salt::new(HKDF_SHA256, HKDF_SALT).extract(server_secret);
-        // `expand` only fails when the requested length exceeds 255 * 32 bytes; 32 never does.
+    /// The sealer of DKIM private keys under `server_secret`.
+    pub fn for_dkim(server_secret: &[u8]) -> Self {
+        Self::new(&derive(server_secret, KeyPurpose::DkimSealing))
+    }
+
+    /// A sealer with an already derived AES-256-GCM key.
+    pub fn new(key: &DerivedKey) -> Self {
+        // Only a key of the wrong length is refused; a DerivedKey is always 32 bytes.
         #[allow(clippy::expect_used)]
-        let okm = prk
-            .expand(&info, &AES_256_GCM)
-            .expect("HKDF-SHA256 can always produce 32 bytes");
-        let key = UnboundKey::from(okm);
+        let key = UnboundKey::new(&AES_256_GCM, &key.0).expect("a 32-byte AES-256 key");
         Self {
             key: Arc::new(LessSafeKey::new(key)),
         }
@@ -97,7 +95,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_fresh_nonce() {
-        let s = Sealer::from_secret(b"server secret of some length", "dkim");
+        let s = Sealer::for_dkim(b"server secret of some length");
         let a = s.seal(b"private key bytes");
         let b = s.seal(b"private key bytes");
         assert_ne!(a, b, "nonce must differ");
@@ -105,7 +103,7 @@ mod tests {
         assert_eq!(s.open(&a).unwrap(), b"private key bytes");
         assert_eq!(s.open(&b).unwrap(), b"private key bytes");
         // Same secret and purpose, new instance: same key.
-        let s2 = Sealer::from_secret(b"server secret of some length", "dkim");
+        let s2 = Sealer::for_dkim(b"server secret of some length");
         assert_eq!(s2.open(&a).unwrap(), b"private key bytes");
         // Empty plaintext works.
         assert_eq!(s.open(&s.seal(b"")).unwrap(), b"");
@@ -113,18 +111,11 @@ mod tests {
 
     #[test]
     fn wrong_key_tamper_and_short_input_fail() {
-        let s = Sealer::from_secret(b"secret-1", "dkim");
+        let s = Sealer::for_dkim(b"secret-1");
         let sealed = s.seal(b"hello");
-        assert!(
-            Sealer::from_secret(b"secret-2", "dkim")
-                .open(&sealed)
-                .is_err()
-        );
-        assert!(
-            Sealer::from_secret(b"secret-1", "other")
-                .open(&sealed)
-                .is_err()
-        );
+        assert!(Sealer::for_dkim(b"secret-2").open(&sealed).is_err());
+        let session_key = derive(b"secret-1", KeyPurpose::SessionSigning);
+        assert!(Sealer::new(&session_key).open(&sealed).is_err());
         for i in 0..sealed.len() {
             let mut t = sealed.clone();
             t[i] ^= 0x01;
@@ -137,5 +128,24 @@ mod tests {
         longer.push(0);
         assert!(s.open(&longer).is_err());
         assert!(format!("{s:?}").contains("redacted"));
+    }
+
+    /// Keys sealed before the derivation moved to `herald_core::secret` (aws-lc's HKDF, salt
+    /// `herald/seal/v1`, info `dkim-private-keys`) still open: no migration is needed.
+    #[test]
+    fn values_sealed_by_the_first_release_derivation_still_open() {
+        use aws_lc_rs::hkdf::{HKDF_SHA256, Salt};
+        let secret = b"test-secret-test-secret-test-secret-0123";
+        let info = [b"dkim-private-keys".as_slice()];
+        let prk = Salt::new(HKDF_SHA256, b"herald/seal/v1").extract(secret);
+        let okm = prk.expand(&info, &AES_256_GCM).unwrap();
+        let old = Sealer {
+            key: Arc::new(LessSafeKey::new(UnboundKey::from(okm))),
+        };
+        let sealed = old.seal(b"a PKCS#8 key");
+        assert_eq!(
+            Sealer::for_dkim(secret).open(&sealed).unwrap(),
+            b"a PKCS#8 key"
+        );
     }
 }

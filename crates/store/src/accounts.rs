@@ -7,12 +7,24 @@ use sqlx::{AssertSqlSafe, FromRow};
 
 use crate::{Store, StoreError, StoreResult};
 
-#[derive(Clone, Debug, FromRow)]
+#[derive(Clone, FromRow)]
 pub struct User {
     pub id: Uuid,
     pub email: String,
     pub password_hash: String,
     pub created_at: Millis,
+}
+
+/// Never prints the password hash (an offline-guessable credential).
+impl std::fmt::Debug for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("User")
+            .field("id", &self.id)
+            .field("email", &self.email)
+            .field("password_hash", &"<redacted>")
+            .field("created_at", &self.created_at)
+            .finish()
+    }
 }
 
 #[derive(Clone, Debug, FromRow)]
@@ -40,11 +52,22 @@ pub struct Membership {
 }
 
 /// The keys of a project as stored: the public key in clear, the secret one hashed.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct StoredKeys {
     pub public_key: String,
     pub secret_key_hash: String,
     pub secret_key_prefix: String,
+}
+
+/// Never prints the secret key's hash.
+impl std::fmt::Debug for StoredKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredKeys")
+            .field("public_key", &self.public_key)
+            .field("secret_key_hash", &"<redacted>")
+            .field("secret_key_prefix", &self.secret_key_prefix)
+            .finish()
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -247,5 +270,30 @@ impl Store {
             return Err(StoreError::NotFound);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_hashes() {
+        let user = User {
+            id: Uuid::nil(),
+            email: "a@example.com".into(),
+            password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into(),
+            created_at: 0,
+        };
+        let d = format!("{user:?} {user:#?}");
+        assert!(!d.contains("argon2") && !d.contains("aGFzaA"), "{d}");
+        assert!(d.contains("a@example.com"), "{d}");
+        let keys = StoredKeys {
+            public_key: "pk_x".into(),
+            secret_key_hash: "deadbeefcafe".into(),
+            secret_key_prefix: "sk_1234567".into(),
+        };
+        let d = format!("{keys:?}");
+        assert!(!d.contains("deadbeefcafe"), "{d}");
     }
 }

@@ -1,4 +1,15 @@
 //! The two engines behind one `Store`, and the macros that expand one query body for each.
+//!
+//! Invariants:
+//! - SQLite: one writer connection and a pool of read-only readers (WAL). Write transactions
+//!   begin `IMMEDIATE`, so the write lock is taken at `BEGIN` and waits up to the busy timeout
+//!   (10 s) for another process on the same file, instead of failing with `SQLITE_BUSY` when a
+//!   deferred transaction tries to upgrade its read lock.
+//! - PostgreSQL: one pool for the API and the workers, sized for both
+//!   ([`StoreOptions::max_connections`] for requests plus [`StoreOptions::worker_connections`],
+//!   one per concurrent delivery and a few for the background tasks), so a full send queue
+//!   cannot take every connection from the API. Every statement runs under
+//!   [`StoreOptions::statement_timeout`] (`statement_timeout`), except migrations.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -30,9 +41,14 @@ pub struct Store {
 
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
+    /// Connections for requests (SQLite: readers, at most 8).
     pub max_connections: u32,
     /// PostgreSQL only: the schema to use (tests give each run its own).
     pub pg_schema: Option<String>,
+    /// PostgreSQL only: connections added to the pool for the background workers.
+    pub worker_connections: u32,
+    /// PostgreSQL only: the longest a statement may run (`statement_timeout`); zero: no limit.
+    pub statement_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -40,6 +56,8 @@ impl Default for StoreOptions {
         Self {
             max_connections: 16,
             pg_schema: None,
+            worker_connections: 0,
+            statement_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -143,8 +161,11 @@ impl Store {
             if let Some(schema) = &opts.pg_schema {
                 connect = connect.options([("search_path", schema.as_str())]);
             }
+            // Zero is PostgreSQL's own "no limit".
+            let timeout_ms = opts.statement_timeout.as_millis().min(i32::MAX as u128);
+            connect = connect.options([("statement_timeout", format!("{timeout_ms}ms"))]);
             let pool = PgPoolOptions::new()
-                .max_connections(opts.max_connections)
+                .max_connections(opts.max_connections.max(1) + opts.worker_connections)
                 .acquire_timeout(Duration::from_secs(30))
                 .connect_with(connect)
                 .await
@@ -205,10 +226,21 @@ impl Store {
                 .run(write)
                 .await
                 .context("applying SQLite migrations")?,
-            Db::Postgres(pool) => sqlx::migrate!("./migrations/postgres")
-                .run(pool)
-                .await
-                .context("applying PostgreSQL migrations")?,
+            Db::Postgres(pool) => {
+                // A migration may rewrite a large table: no statement timeout for it.
+                let mut conn = pool.acquire().await?;
+                sqlx::query("SET statement_timeout = 0")
+                    .execute(&mut *conn)
+                    .await?;
+                let done = sqlx::migrate!("./migrations/postgres")
+                    .run(&mut *conn)
+                    .await
+                    .context("applying PostgreSQL migrations");
+                sqlx::query("RESET statement_timeout")
+                    .execute(&mut *conn)
+                    .await?;
+                done?
+            }
         }
         Ok(())
     }
@@ -224,7 +256,8 @@ impl Store {
     /// Starts a write transaction.
     pub async fn begin(&self) -> crate::StoreResult<Tx> {
         let inner = match &self.db {
-            Db::Sqlite { write, .. } => TxInner::Sqlite(write.begin().await?),
+            // IMMEDIATE: take the write lock now, waiting for another process if need be.
+            Db::Sqlite { write, .. } => TxInner::Sqlite(write.begin_with("BEGIN IMMEDIATE").await?),
             Db::Postgres(pool) => TxInner::Postgres(pool.begin().await?),
         };
         Ok(Tx {

@@ -5,8 +5,10 @@
 //! for both pool types by the `db_read!`, `db_write!` and `db_tx!` macros, so there is no `Any`
 //! driver and no per-backend copy of the business rules (those live in `herald-core`).
 //!
-//! SQLite runs with one writer connection and a pool of readers (WAL), so writes never fail
-//! with `SQLITE_BUSY`; PostgreSQL uses one pool for both.
+//! SQLite runs with one writer connection and a pool of readers (WAL), write transactions
+//! beginning `IMMEDIATE`, so writes wait (busy timeout) instead of failing with `SQLITE_BUSY`,
+//! even with two processes on one file; PostgreSQL uses one pool sized for the API plus the
+//! workers, with a statement timeout (see `engine`).
 #![forbid(unsafe_code)]
 
 #[macro_use]
@@ -15,7 +17,10 @@ pub mod accounts;
 pub mod activity;
 pub mod blobs;
 pub mod contacts;
+pub mod dkim_keys;
 pub mod domains;
+#[cfg(test)]
+mod engine_tests;
 mod error;
 pub mod events;
 pub mod fields;

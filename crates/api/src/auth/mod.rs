@@ -3,8 +3,10 @@
 //! `X-Project-Id`), [`TrackAuth`] (any key) and [`UserAuth`] (a signed-in user).
 //!
 //! The middleware also applies the per-project rate limit and adds the `RateLimit-*` headers,
-//! and refuses writes to a disabled project.
+//! and refuses writes to a disabled project, and cross-site writes carrying the session cookie
+//! ([`cross_site`]).
 
+pub mod cross_site;
 pub mod keys;
 pub mod password;
 pub mod session;
@@ -68,7 +70,7 @@ impl Principal {
 
 /// Resolves the caller, applies the rate limit, and adds its headers.
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let principal = match resolve(&state, req.headers()).await {
+    let principal = match resolve(&state, req.method(), req.headers()).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -125,7 +127,11 @@ fn rate_headers(h: &mut HeaderMap, d: &Decision) {
     }
 }
 
-async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+async fn resolve(
+    state: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<Principal, ApiError> {
     if let Some(auth) = headers.get(header::AUTHORIZATION) {
         let token = auth
             .to_str()
@@ -145,6 +151,14 @@ async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Principal, Api
     else {
         return Ok(Principal::Anonymous);
     };
+    if is_write(method) {
+        let public = cross_site::origin_of(&state.settings.public_url);
+        if let Some(why) = cross_site::refusal(headers, &public) {
+            return Err(ApiError::forbidden("FORBIDDEN", why).with_suggestion(
+                "Call the API from the dashboard's own origin, or use an API key from a server",
+            ));
+        }
+    }
     let Some(user) = state.sessions.verify(token) else {
         return Ok(Principal::Invalid(ApiError::unauthorized(
             "UNAUTHORIZED",

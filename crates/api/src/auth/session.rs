@@ -1,7 +1,15 @@
 //! The dashboard session: an HS256 JWT in an HttpOnly, SameSite=Lax cookie, valid 7 days.
+//!
+//! Invariants:
+//! - Tokens are signed with a key derived from the server secret for this purpose only
+//!   ([`KeyPurpose::SessionSigning`]), never with the secret itself; changing the secret (or
+//!   the derivation) signs everyone out.
+//! - Cookies are written and read with the `cookie` crate (quoting, attributes, splitting).
 
+use cookie::{Cookie, SameSite};
 use herald_core::clock::SharedClock;
 use herald_core::ids::Uuid;
+use herald_core::secret::{KeyPurpose, derive};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, encode};
 use serde::{Deserialize, Serialize};
 
@@ -24,10 +32,12 @@ pub struct SessionKeys {
 }
 
 impl SessionKeys {
+    /// Keys for sessions under the server `secret`.
     pub fn new(secret: &[u8], secure_cookies: bool, clock: SharedClock) -> Self {
+        let key = derive(secret, KeyPurpose::SessionSigning);
         Self {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
+            encoding: EncodingKey::from_secret(&key.0),
+            decoding: DecodingKey::from_secret(&key.0),
             secure: secure_cookies,
             clock,
         }
@@ -61,26 +71,34 @@ impl SessionKeys {
         Uuid::parse_str(&data.claims.sub).ok()
     }
 
+    /// The `Set-Cookie` value carrying `token`.
     pub fn set_cookie(&self, token: &str) -> String {
-        let secure = if self.secure { "; Secure" } else { "" };
-        format!(
-            "{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={LIFETIME_SECS}{secure}"
-        )
+        self.cookie(token.to_owned(), LIFETIME_SECS)
     }
 
+    /// The `Set-Cookie` value that removes the session cookie.
     pub fn clear_cookie(&self) -> String {
-        let secure = if self.secure { "; Secure" } else { "" };
-        format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}")
+        self.cookie(String::new(), 0)
+    }
+
+    fn cookie(&self, value: String, max_age_secs: i64) -> String {
+        Cookie::build((COOKIE_NAME, value))
+            .path("/")
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .max_age(cookie::time::Duration::seconds(max_age_secs))
+            .secure(self.secure)
+            .build()
+            .to_string()
     }
 }
 
 /// The session token from a `Cookie` header value.
 pub fn token_from_cookie(cookie_header: &str) -> Option<&str> {
-    cookie_header
-        .split(';')
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE_NAME)
-        .map(|(_, v)| v)
+    Cookie::split_parse(cookie_header)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == COOKIE_NAME)
+        .and_then(|c| c.value_raw())
         .filter(|v| !v.is_empty())
 }
 
@@ -108,5 +126,37 @@ mod tests {
             token_from_cookie(&format!("a=b; {COOKIE_NAME}={t}")),
             Some(t.as_str())
         );
+        assert_eq!(token_from_cookie(&format!("{COOKIE_NAME}=; a=b")), None);
+        assert_eq!(token_from_cookie("other=1"), None);
+    }
+
+    #[test]
+    fn tokens_are_not_signed_with_the_raw_secret() {
+        let secret = b"0123456789abcdef0123456789abcdef";
+        let keys = SessionKeys::new(secret, false, herald_core::clock::system());
+        let t = keys.issue(Uuid::now_v7()).unwrap();
+        let raw = DecodingKey::from_secret(secret);
+        let mut v = Validation::new(Algorithm::HS256);
+        v.validate_exp = false;
+        assert!(decode::<Claims>(&t, &raw, &v).is_err());
+    }
+
+    #[test]
+    fn cookies_carry_the_attributes() {
+        let keys = SessionKeys::new(b"k", true, herald_core::clock::system());
+        let c = keys.set_cookie("abc");
+        for part in [
+            "herald_session=abc",
+            "HttpOnly",
+            "SameSite=Lax",
+            "Path=/",
+            "Secure",
+            "Max-Age=604800",
+        ] {
+            assert!(c.contains(part), "{c}");
+        }
+        let cleared = keys.clear_cookie();
+        assert!(cleared.starts_with("herald_session=;") || cleared.starts_with("herald_session="));
+        assert!(cleared.contains("Max-Age=0"), "{cleared}");
     }
 }

@@ -176,7 +176,7 @@ async fn the_private_key_is_sealed_at_rest_and_never_shown(engine: Engine) {
     let (s1, s2) = (sealed(&one).await, sealed(&two).await);
     assert_ne!(s1, s2);
     let secret = app.config.load_or_create_secret().unwrap();
-    let sealer = herald_mail::seal::Sealer::from_secret(&secret, "dkim-private-keys");
+    let sealer = herald_mail::seal::Sealer::for_dkim(&secret);
     for (blob, d) in [(&s1, &one), (&s2, &two)] {
         assert_ne!(blob.first(), Some(&0x30), "not a DER SEQUENCE in clear");
         assert!(!blob.windows(10).any(|w| w == b"-----BEGIN"), "not PEM");
@@ -200,10 +200,7 @@ async fn the_private_key_is_sealed_at_rest_and_never_shown(engine: Engine) {
             assert!(!text.to_lowercase().contains("private"), "{text}");
         }
     }
-    let other = herald_mail::seal::Sealer::from_secret(
-        b"another-secret-another-secret-0000",
-        "dkim-private-keys",
-    );
+    let other = herald_mail::seal::Sealer::for_dkim(b"another-secret-another-secret-0000");
     assert!(
         other.open(&s1).is_err(),
         "another server secret cannot open it"
