@@ -91,7 +91,10 @@ fn timed_out(r: &BytesRejection) -> bool {
 /// through a `Value` to find which error to report, so errors are the same as before.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'{') {
+    // JSON can carry U+0000 only as the escape `\u0000`: a body that may hold one takes the
+    // slow path, which refuses it with its field path.
+    let may_hold_nul = bytes.windows(6).any(|w| w == b"\\u0000");
+    if first == Some(&b'{') && !may_hold_nul {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         if let Ok(v) = T::deserialize(&mut de)
             && de.end().is_ok()

@@ -1,13 +1,13 @@
 //! The cross-cutting behaviour of every endpoint: the error envelope, request ids, body and
 //! content-type checks, authentication failures, rate limiting, health and the OpenAPI document.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
 use crate::both_engines;
-use crate::helpers::{Engine, expect_error, expect_json};
+use crate::helpers::{Engine, TestApp, expect_error, expect_json};
 
 both_engines!(
     an_unknown_route_is_a_not_found_envelope,
@@ -233,22 +233,17 @@ async fn every_response_has_a_unique_request_id(engine: Engine) {
     assert_eq!(unique.len(), ids.len(), "request ids repeat: {ids:?}");
 }
 
-/// Waits for a fresh minute when the current one is about to end, so that a few requests
-/// fall in one rate-limit window.
-async fn away_from_a_minute_boundary() {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    if secs % 60 >= 55 {
-        tokio::time::sleep(Duration::from_secs(60 - secs % 60)).await;
-    }
+/// Moves the server's clock to just after the start of a minute, so that a few requests fall
+/// in one rate-limit window (no waiting for a real minute boundary).
+fn at_the_start_of_a_minute(app: &TestApp) {
+    let now = herald_core::clock::Clock::now(app.clock.as_ref());
+    app.clock.set(now - now % 60_000 + 60_000 + 1_000);
 }
 
 async fn the_rate_limit_refuses_the_request_past_the_limit(engine: Engine) {
     let app = engine.app_with(|c| c.rate_limit_per_minute = 3).await;
     let p = app.project().await;
-    away_from_a_minute_boundary().await;
+    at_the_start_of_a_minute(&app);
     for remaining in [2, 1, 0] {
         let res = app.get("/contacts", &p.secret_key).await;
         assert_eq!(header_u64(&res, "ratelimit-remaining"), remaining);
@@ -275,13 +270,16 @@ async fn the_rate_limit_refuses_the_request_past_the_limit(engine: Engine) {
         )
         .await;
     expect_error(res, 429, "RATE_LIMIT_EXCEEDED").await;
+    // The next window, on the server's clock, takes requests again.
+    app.clock.advance(Duration::from_secs(60));
+    expect_json(app.get("/contacts", &p.secret_key).await, 200).await;
 }
 
 async fn the_rate_limit_is_per_project(engine: Engine) {
     let app = engine.app_with(|c| c.rate_limit_per_minute = 3).await;
     let a = app.project().await;
     let b = app.project().await;
-    away_from_a_minute_boundary().await;
+    at_the_start_of_a_minute(&app);
     for _ in 0..3 {
         expect_json(app.get("/contacts", &a.secret_key).await, 200).await;
     }

@@ -557,11 +557,7 @@ fn plain_ascii_subjects_with_spaces_stay_readable() {
 #[test]
 fn custom_headers_whose_name_and_value_pass_998_bytes_are_encoded() {
     let name = format!("X-{}", "N".repeat(74));
-    for value in [
-        "v".repeat(998),
-        "y".repeat(1200),
-        format!("tok={}", "ä".repeat(990)),
-    ] {
+    for value in ["v".repeat(998), format!("tok={}", "ä".repeat(990))] {
         let m = OutgoingMessage {
             headers: vec![(name.clone(), value.clone())],
             ..base()
