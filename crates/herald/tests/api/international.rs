@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::both_engines;
 use crate::helpers::{Engine, expect_json};
-use crate::mail_setup::{DOMAIN, mail_world, message_ids, send, wait_status};
+use crate::mail_setup::{DOMAIN, mail_world, message_ids, outbox_project, send, wait_status};
 
 both_engines!(
     a_998_character_subject_and_a_long_custom_header_are_delivered,
@@ -129,14 +129,8 @@ async fn a_utf8_local_part_fails_clearly_when_the_relay_lacks_smtputf8(engine: E
 
 async fn the_local_outbox_accepts_a_utf8_local_part(engine: Engine) {
     let app = engine.app().await;
-    let p = app.project().await;
+    let p = outbox_project(&app).await;
     let sk = &p.secret_key;
-    expect_json(
-        app.post("/domains", sk, &json!({"domain": "shop.test"}))
-            .await,
-        201,
-    )
-    .await;
     let body = json!({"to": "josé@bücher.example", "from": "news@shop.test",
         "subject": "Hola", "body": "<p>Hi</p>"});
     let answer = expect_json(app.post("/v1/send", sk, &body).await, 200).await;

@@ -92,6 +92,16 @@ pub async fn verify_domain(
     dkim
 }
 
+/// A project whose reserved sender domain `shop.test` is verified at once (local outbox).
+pub async fn outbox_project(app: &TestApp) -> TestProject {
+    let p = app.project().await;
+    let answer = app
+        .post("/domains", &p.secret_key, &json!({"domain": "shop.test"}))
+        .await;
+    expect_json(answer, 201).await;
+    p
+}
+
 /// `POST /v1/send` with the project's secret key.
 pub async fn send(w: &MailWorld, body: &Value) -> reqwest::Response {
     w.app.post("/v1/send", &w.project.secret_key, body).await

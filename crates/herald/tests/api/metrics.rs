@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::both_engines;
 use crate::helpers::{Engine, expect_error, expect_json};
-use crate::mail_setup::{message_ids, wait_status};
+use crate::mail_setup::{message_ids, outbox_project, wait_status};
 
 both_engines!(
     metrics_are_off_without_a_token,
@@ -47,14 +47,8 @@ async fn metrics_need_the_token_and_count_a_send(engine: Engine) {
     )
     .await;
 
-    let p = app.project().await;
+    let p = outbox_project(&app).await;
     let sk = &p.secret_key;
-    expect_json(
-        app.post("/domains", sk, &json!({"domain": "shop.test"}))
-            .await,
-        201,
-    )
-    .await;
     let body =
         json!({"to": "reader@example.org", "from": "news@shop.test", "subject": "S", "body": "B"});
     let answer = expect_json(app.post("/v1/send", sk, &body).await, 200).await;

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::both_engines;
 use crate::helpers::{Engine, expect_error, expect_json};
-use crate::mail_setup::{message_ids, wait_status};
+use crate::mail_setup::{message_ids, outbox_project, wait_status};
 
 both_engines!(
     outbox_keeps_the_exact_signed_bytes,
@@ -63,14 +63,8 @@ async fn outbox_keeps_the_exact_signed_bytes(engine: Engine) {
 /// the data directory (where the outbox lives on the server).
 async fn history_names_the_transport_never_a_server_path(engine: Engine) {
     let app = engine.app().await;
-    let p = app.project().await;
+    let p = outbox_project(&app).await;
     let sk = &p.secret_key;
-    expect_json(
-        app.post("/domains", sk, &json!({"domain": "shop.test"}))
-            .await,
-        201,
-    )
-    .await;
     let body =
         json!({"to": "reader@example.org", "from": "news@shop.test", "subject": "S", "body": "B"});
     let answer = expect_json(app.post("/v1/send", sk, &body).await, 200).await;
