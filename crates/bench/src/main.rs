@@ -11,7 +11,8 @@
 //! PostgreSQL database given with `--database-url`.
 //!
 //! `send` measures `/v1/send` acceptance (one recipient each) and then delivery of those
-//! messages to a loopback SMTP sink with DKIM signing, with peak memory while draining.
+//! messages to a loopback SMTP sink with DKIM signing, with peak memory while draining, and
+//! the 2-thread signing rate of the same signer, printing delivered/s as a ratio of it.
 //! `send --concurrent` measures acceptance alone with `concurrency` clients: workers off, then
 //! with the workers delivering to the local outbox at the same time.
 //!
