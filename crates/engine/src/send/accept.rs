@@ -16,6 +16,7 @@ use herald_store::{StoreError, StoreResult, Tx, jobs};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::merge::Merged;
 use crate::Engine;
 
 /// Job kind of deliveries.
@@ -44,15 +45,9 @@ pub struct AttachmentIn {
 pub struct SendPlan {
     pub project_id: Uuid,
     pub recipients: Vec<Recipient>,
-    /// Template sources of subject and body.
-    pub subject: String,
-    pub body: String,
-    pub from: EmailAddress,
-    pub from_name: Option<String>,
-    pub reply_to: Option<String>,
-    pub template_id: Option<Uuid>,
-    /// MARKETING mail is not sent to unsubscribed contacts.
-    pub marketing: bool,
+    /// The request merged with its template: subject and body sources, sender, reply-to,
+    /// template (whose type decides the skip of unsubscribed contacts).
+    pub message: Merged,
     pub subscribed: Option<bool>,
     pub data: DataPatch,
     pub headers: Vec<(String, String)>,
@@ -172,13 +167,13 @@ impl AcceptRequest {
         Ok(AcceptRequest {
             project_id: plan.project_id,
             recipients: plan.recipients.clone(),
-            subject: Template::parse(&plan.subject),
-            body: Template::parse(&plan.body),
-            from: plan.from.clone(),
-            from_name: plan.from_name.clone(),
-            reply_to: plan.reply_to.clone(),
-            template_id: plan.template_id,
-            marketing: plan.marketing,
+            subject: Template::parse(&plan.message.subject),
+            body: Template::parse(&plan.message.body),
+            from: plan.message.from.clone(),
+            from_name: plan.message.from_name.clone(),
+            reply_to: plan.message.reply_to.clone(),
+            template_id: plan.message.template_id,
+            marketing: plan.message.skips_unsubscribed(),
             subscribed: plan.subscribed,
             data: plan.data.clone(),
             headers: Value::Object(headers),

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use herald_core::email::EmailAddress;
-use herald_engine::send::{AcceptError, Recipient, SendPlan};
+use herald_engine::send::{AcceptError, Merged, Recipient, SendPlan};
 use serde_json::json;
 
 use crate::both_engines;
@@ -67,13 +67,15 @@ fn plan(project_id: uuid::Uuid, to: &str, key: Option<&str>) -> SendPlan {
             email: EmailAddress::parse(to).unwrap(),
             name: None,
         }],
-        subject: "Batch".into(),
-        body: "<p>Hello {{email}}</p>".into(),
-        from: EmailAddress::parse(&format!("x@{DOMAIN}")).unwrap(),
-        from_name: None,
-        reply_to: None,
-        template_id: None,
-        marketing: false,
+        message: Merged {
+            subject: "Batch".into(),
+            body: "<p>Hello {{email}}</p>".into(),
+            from: EmailAddress::parse(&format!("x@{DOMAIN}")).unwrap(),
+            from_name: None,
+            reply_to: None,
+            template_id: None,
+            template_type: None,
+        },
         subscribed: None,
         data: Default::default(),
         headers: Vec::new(),

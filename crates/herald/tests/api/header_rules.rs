@@ -22,7 +22,8 @@ both_engines!(
 
 const WAIT: Duration = Duration::from_secs(15);
 
-/// Herald writes these itself (DECISIONS.md "/v1/send", plus Reply-To from `reply`).
+/// Herald writes these itself (DECISIONS.md "/v1/send", plus Reply-To from `reply`). Written
+/// out here on purpose, not taken from `herald_core::headers`: the test states the contract.
 const RESERVED: [&str; 18] = [
     "From",
     "To",
