@@ -1,10 +1,11 @@
-//! Events recorded for contacts: system events (`contact.subscribed`, later `email.*`) and,
-//! in a later issue, tracked ones. Written in the transaction of the change that caused them.
+//! Events recorded for contacts: system events (`contact.subscribed`, `email.*`) and tracked
+//! ones. Written in the transaction of the change that caused them. An event may name the
+//! message (and campaign) that caused it ([`Links`]), which the activity feed shows.
 
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
 use serde_json::Value;
-use sqlx::FromRow;
+use sqlx::{AssertSqlSafe, FromRow};
 use sqlx::types::Json;
 
 use crate::{Store, StoreResult, Tx};
@@ -13,10 +14,31 @@ use crate::{Store, StoreResult, Tx};
 pub struct Event {
     pub id: Uuid,
     pub contact_id: Option<Uuid>,
+    pub message_id: Option<Uuid>,
+    pub campaign_id: Option<Uuid>,
     pub name: String,
     pub data: Json<Value>,
     pub created_at: Millis,
 }
+
+/// What caused an event, when it was a message (and maybe a campaign).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Links {
+    pub message_id: Option<Uuid>,
+    pub campaign_id: Option<Uuid>,
+}
+
+impl Links {
+    pub fn message(message_id: Uuid, campaign_id: Option<Uuid>) -> Self {
+        Self {
+            message_id: Some(message_id),
+            campaign_id,
+        }
+    }
+}
+
+/// The columns every event read selects (matching [`Event`]).
+pub const EVENT_COLUMNS: &str = "id, contact_id, message_id, campaign_id, name, data, created_at";
 
 pub async fn insert_event(
     tx: &mut Tx,
@@ -26,15 +48,30 @@ pub async fn insert_event(
     data: &Value,
     now: Millis,
 ) -> StoreResult<Uuid> {
+    insert_linked_event(tx, project_id, contact_id, Links::default(), name, data, now).await
+}
+
+/// [`insert_event`] for an event caused by a message.
+pub async fn insert_linked_event(
+    tx: &mut Tx,
+    project_id: Uuid,
+    contact_id: Option<Uuid>,
+    links: Links,
+    name: &str,
+    data: &Value,
+    now: Millis,
+) -> StoreResult<Uuid> {
     let id = new_id();
     db_tx!(tx, |conn| {
         sqlx::query(
-            "INSERT INTO events (id, project_id, contact_id, name, data, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO events (id, project_id, contact_id, message_id, campaign_id, name, data, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(id)
         .bind(project_id)
         .bind(contact_id)
+        .bind(links.message_id)
+        .bind(links.campaign_id)
         .bind(name)
         .bind(Json(data))
         .bind(now)
@@ -52,10 +89,12 @@ impl Store {
         contact_id: Uuid,
         limit: u32,
     ) -> StoreResult<Vec<Event>> {
-        let q = "SELECT id, contact_id, name, data, created_at FROM events \
-                 WHERE project_id = $1 AND contact_id = $2 ORDER BY id DESC LIMIT $3";
+        let q = format!(
+            "SELECT {EVENT_COLUMNS} FROM events \
+             WHERE project_id = $1 AND contact_id = $2 ORDER BY id DESC LIMIT $3"
+        );
         Ok(db_read!(self, |pool| {
-            sqlx::query_as(q)
+            sqlx::query_as(AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .bind(contact_id)
                 .bind(i64::from(limit))

@@ -500,8 +500,8 @@ async fn insert_sent_events(
 ) -> StoreResult<()> {
     let q = format!(
         "WITH v(id, message_id, data) AS (VALUES {}) \
-         INSERT INTO events (id, project_id, contact_id, name, data, created_at) \
-         SELECT v.id, m.project_id, m.contact_id, 'email.sent', v.data, $1 \
+         INSERT INTO events (id, project_id, contact_id, message_id, campaign_id, name, data, created_at) \
+         SELECT v.id, m.project_id, m.contact_id, m.id, m.campaign_id, 'email.sent', v.data, $1 \
          FROM v JOIN messages m ON m.id = v.message_id \
          WHERE m.contact_id IS NOT NULL",
         value_rows(moved.len(), 3, 2)
