@@ -23,6 +23,7 @@ pub mod domains;
 mod engine_tests;
 mod error;
 pub mod events;
+pub mod feed;
 pub mod fields;
 pub mod jobs;
 mod like;

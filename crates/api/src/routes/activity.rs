@@ -1,12 +1,16 @@
-//! The project activity feed: a keyset list (newest first, optional `type` filter) and the
-//! distinct types present. Entries so far: `domain.verified`, `domain.unverified`.
+//! The project activity feed (DECISIONS.md "Activity and analytics"): a keyset list over
+//! contact events (sends, deliveries, opens, clicks, bounces, complaints, subscription changes,
+//! tracked events) and project entries (`domain.*`), its counts, and what is coming up.
+//! Everything reads committed rows directly, so a committed change shows at once.
+
+use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
 use herald_core::time::iso;
-use herald_store::activity::Activity;
+use herald_store::feed::{FeedEntry, FeedFilter, TRACKED_TYPE};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -21,27 +25,46 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_activity))
         .routes(routes!(activity_types))
+        .routes(routes!(activity_stats))
+        .routes(routes!(recent_count))
+        .routes(routes!(upcoming))
 }
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActivityResponse {
     pub id: String,
-    /// e.g. `domain.verified`.
+    /// A system event name (`email.open`, `contact.unsubscribed`, ...), a project entry
+    /// (`domain.verified`), or `event` for a tracked event.
     #[serde(rename = "type")]
     pub kind: String,
+    pub contact_id: Option<String>,
+    /// The contact's address; null for project entries.
+    pub email: Option<String>,
+    pub message_id: Option<String>,
+    pub campaign_id: Option<String>,
+    /// The entry's data; for a tracked event `{name, data}` (the event's name and its data).
     #[schema(value_type = Object)]
     pub data: Value,
     pub created_at: String,
 }
 
-impl From<Activity> for ActivityResponse {
-    fn from(a: Activity) -> Self {
+impl From<FeedEntry> for ActivityResponse {
+    fn from(e: FeedEntry) -> Self {
+        let data = if e.kind == TRACKED_TYPE {
+            json!({ "name": e.name, "data": e.data.0 })
+        } else {
+            e.data.0
+        };
         Self {
-            id: a.id.to_string(),
-            kind: a.kind,
-            data: a.data.0,
-            created_at: iso(a.created_at),
+            id: e.id.to_string(),
+            kind: e.kind,
+            contact_id: e.contact_id.map(|c| c.to_string()),
+            email: e.email,
+            message_id: e.message_id.map(|m| m.to_string()),
+            campaign_id: e.campaign_id.map(|c| c.to_string()),
+            data,
+            created_at: iso(e.created_at),
         }
     }
 }
@@ -60,10 +83,27 @@ pub struct ActivityTypes {
     pub types: Vec<String>,
 }
 
+#[derive(Serialize, ToSchema)]
+pub struct RecentCount {
+    pub count: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Upcoming {
+    /// Scheduled campaigns (filled once campaigns exist).
+    #[schema(value_type = Vec<Object>)]
+    pub campaigns: Vec<Value>,
+    /// Workflow executions waiting for a timer or an event (filled once workflows exist).
+    #[schema(value_type = Vec<Object>)]
+    pub executions: Vec<Value>,
+}
+
 /// The project's activity, newest first, by cursor.
 #[utoipa::path(get, path = "/activity", tag = "activity",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
-        ("type" = Option<String>, Query, description = "only entries of this type, e.g. domain.unverified")),
+    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"),
+        ("cursor" = Option<String>, Query),
+        ("type" = Option<String>, Query, description = "only entries of this type: a system event such as email.open, domain.verified, or event (tracked events)"),
+        ("contactId" = Option<String>, Query, description = "only this contact's events")),
     responses((status = 200, body = ActivityList), (status = 422)))]
 async fn list_activity(
     State(state): State<AppState>,
@@ -83,10 +123,14 @@ async fn list_activity(
             "too_long",
         ));
     }
-    let page = state
-        .store
-        .list_activity(auth.id(), limit, before, kind)
-        .await?;
+    let contact_id = match q.get("contactId").map(str::trim).filter(|c| !c.is_empty()) {
+        Some(raw) => Some(herald_core::ids::parse_id(raw).ok_or_else(|| {
+            ApiError::field("contactId", "contactId is not a contact id", "invalid_id")
+        })?),
+        None => None,
+    };
+    let filter = FeedFilter { kind, contact_id };
+    let page = state.store.feed(auth.id(), limit, before, filter).await?;
     let cursor = match (page.has_more, page.entries.last()) {
         (true, Some(last)) => Some(encode_cursor(auth.id(), last.id)),
         _ => None,
@@ -109,6 +153,48 @@ async fn activity_types(
     auth: ProjectAuth,
 ) -> ApiResult<Json<ActivityTypes>> {
     Ok(Json(ActivityTypes {
-        types: state.store.activity_kinds(auth.id()).await?,
+        types: state.store.feed_types(auth.id()).await?,
+    }))
+}
+
+/// Entries per type over the last `days` days, as a flat object `{type: count}`.
+#[utoipa::path(get, path = "/activity/stats", tag = "activity",
+    params(("days" = Option<u32>, Query, minimum = 1, maximum = 365, description = "1..365, default 7")),
+    responses((status = 200, body = BTreeMap<String, i64>), (status = 422)))]
+async fn activity_stats(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    q: RawQuery,
+) -> ApiResult<Json<BTreeMap<String, i64>>> {
+    let days = q.int("days", 7, 1, 365)?;
+    let since = state.engine.now() - i64::from(days) * 86_400_000;
+    Ok(Json(state.store.feed_counts(auth.id(), since).await?))
+}
+
+/// How many entries the last `minutes` minutes brought.
+#[utoipa::path(get, path = "/activity/recent-count", tag = "activity",
+    params(("minutes" = Option<u32>, Query, minimum = 1, maximum = 10080, description = "1..10080, default 60")),
+    responses((status = 200, body = RecentCount), (status = 422)))]
+async fn recent_count(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    q: RawQuery,
+) -> ApiResult<Json<RecentCount>> {
+    let minutes = q.int("minutes", 60, 1, 10_080)?;
+    let since = state.engine.now() - i64::from(minutes) * 60_000;
+    Ok(Json(RecentCount {
+        count: state.store.feed_count_since(auth.id(), since).await?,
+    }))
+}
+
+/// Scheduled campaigns and waiting workflow executions.
+///
+/// Both lists stay empty until campaigns and workflows exist (their issues fill them).
+#[utoipa::path(get, path = "/activity/upcoming", tag = "activity", responses((status = 200, body = Upcoming)))]
+async fn upcoming(auth: ProjectAuth) -> ApiResult<Json<Upcoming>> {
+    let _ = auth;
+    Ok(Json(Upcoming {
+        campaigns: Vec::new(),
+        executions: Vec::new(),
     }))
 }

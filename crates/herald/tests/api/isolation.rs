@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 
 use crate::both_engines;
 use crate::helpers::{Engine, expect_json};
-use crate::mail_setup::{DOMAIN, MailWorld, mail_world, message_ids, verify_domain, wait_status};
+use crate::mail_setup::{
+    DOMAIN, MailWorld, mail_world, message_ids, verify_domain, wait_queue_settled, wait_status,
+};
 
 both_engines!(
     deleting_a_contact_mid_delivery_resends_nothing,
@@ -48,8 +50,10 @@ async fn assert_each_once(w: &MailWorld, key: &str, ids: &[String], to: &[String
     for id in ids {
         wait_status(&w.app, key, id, &["SENT"], Duration::from_secs(30)).await;
     }
-    // A message whose record was rolled back would go out again once its 1 s lease expired.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // A message whose record was rolled back would go out again once its 1 s lease expired:
+    // move the clock past every lease, then wait until no send job is left to claim.
+    w.app.clock.advance(Duration::from_secs(3));
+    wait_queue_settled(&w.app, Duration::from_secs(30)).await;
     let counts = handed_over(w);
     for r in to {
         assert_eq!(counts.get(r), Some(&1), "{r} handed over once: {counts:?}");

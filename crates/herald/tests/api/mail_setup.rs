@@ -115,18 +115,55 @@ pub async fn wait_status(
     want: &[&str],
     timeout: Duration,
 ) -> Value {
+    wait_message(app, key, id, timeout, |m| {
+        want.iter().any(|w| m["status"] == *w)
+    })
+    .await
+}
+
+/// Waits until no send job is waiting or leased (or panics after `timeout`). From then on
+/// nothing more can be handed to the relay, so counting deliveries is final: this replaces
+/// "sleep a while and hope a duplicate would have shown up by now".
+pub async fn wait_queue_settled(app: &TestApp, timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let counts = app.store.job_counts().await.expect("job counts");
+        let busy: i64 = counts
+            .iter()
+            .filter(|(kind, state, _)| kind == "send" && (state == "waiting" || state == "active"))
+            .map(|(_, _, n)| n)
+            .sum();
+        if busy == 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "send queue never settled: {counts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Polls `GET /emails/{id}` until `done` holds for it (or panics after `timeout`).
+pub async fn wait_message(
+    app: &TestApp,
+    key: &str,
+    id: &str,
+    timeout: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let res = app
             .call(Method::GET, &format!("/emails/{id}"), Some(key), None)
             .await;
         let body: Value = res.json().await.expect("json");
-        if want.iter().any(|w| body["status"] == *w) {
+        if done(&body) {
             return body;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "message {id} never reached {want:?}: {body}"
+            "message {id} never got there: {body}"
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }

@@ -6,6 +6,7 @@ mod mail_setup;
 
 mod acceptance;
 mod accounts;
+mod activity;
 mod attachments;
 mod contacts;
 mod crash;

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use crate::both_engines;
 use crate::helpers::{Engine, error_fields, expect_error, expect_json};
-use crate::mail_setup::{DOMAIN, mail_world, message_ids, send, wait_status};
+use crate::mail_setup::{
+    DOMAIN, mail_world, message_ids, send, wait_message, wait_queue_settled, wait_status,
+};
 
 both_engines!(
     send_delivers_signed_mime_over_smtp,
@@ -267,7 +269,7 @@ async fn send_with_an_idempotency_key_runs_once(engine: Engine) {
     let list = expect_json(w.app.get("/emails", &w.project.secret_key).await, 200).await;
     assert_eq!(list["total"], 2);
     w.sink.wait_for(2, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_queue_settled(&w.app, WAIT).await;
     assert_eq!(w.sink.messages().len(), 2);
 }
 
@@ -373,7 +375,7 @@ async fn transient_refusal_is_retried_and_delivered_once(engine: Engine) {
         .filter_map(|h| h["detail"].as_str().map(str::to_owned))
         .collect();
     assert!(details.iter().any(|d| d.contains("451")), "{details:?}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_queue_settled(&w.app, WAIT).await;
     assert_eq!(w.sink.messages().len(), 1, "delivered exactly once");
     assert_eq!(w.sink.attempts(), 2);
 }
@@ -397,13 +399,9 @@ async fn relay_down_is_retried_until_it_returns(engine: Engine) {
         json!({"to": "a@example.org", "from": format!("x@{DOMAIN}"), "subject": "S", "body": "B"});
     let answer = expect_json(send(&w, &body).await, 200).await;
     let id = &message_ids(&answer)[0];
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let m = expect_json(
-        w.app
-            .get(&format!("/emails/{id}"), &w.project.secret_key)
-            .await,
-        200,
-    )
+    let m = wait_message(&w.app, &w.project.secret_key, id, WAIT, |m| {
+        m["attempts"].as_i64().unwrap_or(0) >= 2
+    })
     .await;
     assert_eq!(m["status"], "SENDING", "still trying: {m}");
     assert!(m["attempts"].as_i64().unwrap() >= 2, "{m}");
@@ -517,7 +515,7 @@ async fn marketing_template_skips_unsubscribed_contacts(engine: Engine) {
     )
     .await;
     assert_eq!(skipped["status"], "SUPPRESSED");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_queue_settled(&w.app, WAIT).await;
     let got = w.sink.messages();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].rcpt_to, vec!["in@example.org"]);
