@@ -1,13 +1,17 @@
 //! Configuration: defaults, then a TOML file (`--config` or `HERALD_CONFIG`), then environment
-//! variables (`HERALD_*`), the environment winning. Secrets never appear in `Debug` or in
+//! variables (`HERALD_<SETTING>`), the environment winning; layered with figment. Secrets never appear in `Debug` or in
 //! `herald config`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
 use herald_core::redact;
 use serde::{Deserialize, Serialize};
+
+mod env_overlay;
 
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -85,7 +89,7 @@ pub struct Config {
 }
 
 /// How log lines are written.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]
@@ -98,8 +102,15 @@ impl LogFormat {
         match s.trim().to_ascii_lowercase().as_str() {
             "" | "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
-            other => anyhow::bail!("HERALD_LOG_FORMAT must be text or json, not {other:?}"),
+            other => anyhow::bail!("log_format must be text or json, not {other:?}"),
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for LogFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        LogFormat::parse(&raw).map_err(serde::de::Error::custom)
     }
 }
 
@@ -151,152 +162,37 @@ impl std::fmt::Debug for Config {
     }
 }
 
-fn env_bool(v: &str) -> bool {
-    matches!(
-        v.trim().to_ascii_lowercase().as_str(),
-        "1" | "true" | "yes" | "on"
-    )
-}
-
 impl Config {
     /// Reads the file (if any) and the environment.
     pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
         let file = file
             .map(Path::to_path_buf)
             .or_else(|| std::env::var_os("HERALD_CONFIG").map(PathBuf::from));
-        let mut config = match file {
-            Some(path) => {
-                let text = std::fs::read_to_string(&path).with_context(|| {
-                    format!("reading the configuration file {}", path.display())
-                })?;
-                toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
-            }
-            None => Config::default(),
-        };
-        config.apply_env(|k| std::env::var(k).ok())?;
-        Ok(config.resolved())
+        Self::layered(file.as_deref(), |k| std::env::var(k).ok())
     }
 
-    /// Applies `HERALD_*` variables (and the spec's `DISABLE_SIGNUPS`).
-    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
-        let num = |k: &str, v: String| -> anyhow::Result<u64> {
-            v.trim()
-                .parse()
-                .with_context(|| format!("{k} must be a whole number"))
-        };
-        if let Some(v) = get("HERALD_LISTEN") {
-            self.listen = v;
+    /// Defaults, then the TOML file, then the variables `get` returns (`HERALD_<SETTING>` for
+    /// every setting, and the spec's `DISABLE_SIGNUPS`), resolved. Values are typed by serde
+    /// through figment, so a setting added to [`Config`] is read from the environment without
+    /// code here; an empty variable counts as unset.
+    pub fn layered(
+        file: Option<&Path>,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Config> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            anyhow::ensure!(
+                path.is_file(),
+                "the configuration file {} does not exist",
+                path.display()
+            );
+            figment = figment.merge(Toml::file_exact(path));
         }
-        if let Some(v) = get("HERALD_DATA_DIR") {
-            self.data_dir = v.into();
-        }
-        if let Some(v) = get("HERALD_DATABASE_URL") {
-            self.database_url = v;
-        }
-        if let Some(v) = get("HERALD_DATABASE_SCHEMA") {
-            self.database_schema = Some(v).filter(|s| !s.is_empty());
-        }
-        if let Some(v) = get("HERALD_PUBLIC_URL") {
-            self.public_url = v;
-        }
-        if let Some(v) = get("HERALD_SMTP_URL") {
-            self.smtp_url = Some(v).filter(|s| !s.is_empty());
-        }
-        if let Some(v) = get("HERALD_DNS_RESOLVER").filter(|s| !s.is_empty()) {
-            self.dns_resolver = Some(v.parse().context("HERALD_DNS_RESOLVER must be ip:port")?);
-        }
-        if let Some(v) = get("HERALD_SECRET") {
-            self.secret = Some(v).filter(|s| !s.is_empty());
-        }
-        if let Some(v) = get("HERALD_RATE_LIMIT_PER_MINUTE") {
-            self.rate_limit_per_minute = num("HERALD_RATE_LIMIT_PER_MINUTE", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_DISABLE_SIGNUPS").or_else(|| get("DISABLE_SIGNUPS")) {
-            self.disable_signups = env_bool(&v);
-        }
-        if let Some(v) = get("HERALD_MAX_BODY_BYTES") {
-            self.max_body_bytes = num("HERALD_MAX_BODY_BYTES", v)?.try_into()?;
-        }
-        let float = |k: &str, v: String| -> anyhow::Result<f64> {
-            let f: f64 = v
-                .trim()
-                .parse()
-                .with_context(|| format!("{k} must be a number"))?;
-            anyhow::ensure!(f.is_finite() && f >= 0.0, "{k} must be a positive number");
-            Ok(f)
-        };
-        if let Some(v) = get("HERALD_SPF_MECHANISM") {
-            self.spf_mechanism = v;
-        }
-        if let Some(v) = get("HERALD_RETURN_PATH_HOST") {
-            self.return_path_host = Some(v).filter(|s| !s.is_empty());
-        }
-        if let Some(v) = get("HERALD_DKIM_SELECTOR_PREFIX") {
-            self.dkim_selector_prefix = v;
-        }
-        if let Some(v) = get("HERALD_DOMAIN_CHECK_INTERVAL_SECS") {
-            self.domain_check_interval_secs = float("HERALD_DOMAIN_CHECK_INTERVAL_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_DNS_TIMEOUT_SECS") {
-            self.dns_timeout_secs = float("HERALD_DNS_TIMEOUT_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_SMTP_MAX_CONNECTIONS") {
-            self.smtp_max_connections = num("HERALD_SMTP_MAX_CONNECTIONS", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_SEND_RATE_PER_SECOND") {
-            self.send_rate_per_second = num("HERALD_SEND_RATE_PER_SECOND", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_SEND_CONCURRENCY") {
-            self.send_concurrency = num("HERALD_SEND_CONCURRENCY", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_SEND_MAX_ATTEMPTS") {
-            self.send_max_attempts = num("HERALD_SEND_MAX_ATTEMPTS", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_SEND_RETRY_BASE_SECS") {
-            self.send_retry_base_secs = float("HERALD_SEND_RETRY_BASE_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_SEND_LEASE_SECS") {
-            self.send_lease_secs = float("HERALD_SEND_LEASE_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_HEADER_TIMEOUT_SECS") {
-            self.header_timeout_secs = float("HERALD_HEADER_TIMEOUT_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_BODY_TIMEOUT_SECS") {
-            self.body_timeout_secs = float("HERALD_BODY_TIMEOUT_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_IDLE_TIMEOUT_SECS") {
-            self.idle_timeout_secs = float("HERALD_IDLE_TIMEOUT_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_MAX_CONNECTIONS") {
-            self.max_connections = num("HERALD_MAX_CONNECTIONS", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_METRICS_TOKEN") {
-            self.metrics_token = Some(v);
-        }
-        if let Some(v) = get("HERALD_LOG_FORMAT") {
-            self.log_format = LogFormat::parse(&v)?;
-        }
-        if let Some(v) = get("HERALD_RETENTION_DAYS") {
-            self.retention_days = num("HERALD_RETENTION_DAYS", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_PASSWORD_HASH_THREADS") {
-            self.password_hash_threads = num("HERALD_PASSWORD_HASH_THREADS", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_PASSWORD_HASH_QUEUE") {
-            self.password_hash_queue = num("HERALD_PASSWORD_HASH_QUEUE", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_BODY_BUDGET_BYTES") {
-            self.body_budget_bytes = num("HERALD_BODY_BUDGET_BYTES", v)?.try_into()?;
-        }
-        if let Some(v) = get("HERALD_DATABASE_STATEMENT_TIMEOUT_SECS") {
-            self.database_statement_timeout_secs =
-                float("HERALD_DATABASE_STATEMENT_TIMEOUT_SECS", v)?;
-        }
-        if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
-            self.database_max_connections =
-                num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
-        }
-        Ok(())
+        let config: Config = figment
+            .merge(env_overlay::EnvStrings::read(get))
+            .extract_lossy()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(config.resolved())
     }
 
     /// Fills the defaults that depend on other settings.
@@ -465,20 +361,38 @@ fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
     #[test]
     fn environment_overrides_and_defaults_resolve() {
-        let mut c = Config::default();
-        c.apply_env(|k| match k {
-            "HERALD_LISTEN" => Some("0.0.0.0:9000".into()),
-            "DISABLE_SIGNUPS" => Some("true".into()),
-            "HERALD_RATE_LIMIT_PER_MINUTE" => Some("50".into()),
-            _ => None,
-        })
+        let c = Config::layered(
+            None,
+            env(&[
+                ("HERALD_LISTEN", "0.0.0.0:9000"),
+                ("DISABLE_SIGNUPS", "yes"),
+                ("HERALD_RATE_LIMIT_PER_MINUTE", "50"),
+                ("HERALD_SEND_LEASE_SECS", "2.5"),
+                ("HERALD_LOG_FORMAT", "JSON"),
+                // Digits only, still a string setting.
+                ("HERALD_DATABASE_SCHEMA", "2024"),
+                ("HERALD_SECRET", ""),
+                ("HERALD_LOG", "debug"),
+            ]),
+        )
         .unwrap();
-        let c = c.resolved();
         assert_eq!(c.listen, "0.0.0.0:9000");
         assert!(c.disable_signups);
         assert_eq!(c.rate_limit_per_minute, 50);
+        assert_eq!(c.send_lease_secs, 2.5);
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.database_schema.as_deref(), Some("2024"));
+        assert_eq!(c.secret, None, "empty counts as unset");
         assert_eq!(c.public_url, "http://0.0.0.0:9000");
         assert!(c.database_url.starts_with("sqlite://"));
         assert_eq!(c.spf_mechanism, "ip4:0.0.0.0");
@@ -491,12 +405,27 @@ mod tests {
     }
 
     #[test]
-    fn bad_numbers_are_errors() {
-        let mut c = Config::default();
-        assert!(
-            c.apply_env(|k| (k == "HERALD_RATE_LIMIT_PER_MINUTE").then(|| "lots".into()))
-                .is_err()
-        );
+    fn the_file_is_read_and_the_environment_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("herald.toml");
+        std::fs::write(&path, "listen = \"127.0.0.1:7000\"\nsend_concurrency = 4\n").unwrap();
+        let c = Config::layered(Some(&path), env(&[("HERALD_SEND_CONCURRENCY", "9")])).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:7000");
+        assert_eq!(c.send_concurrency, 9);
+        std::fs::write(&path, "lisen = \"typo\"\n").unwrap();
+        let err = Config::layered(Some(&path), env(&[])).unwrap_err();
+        assert!(err.to_string().contains("lisen"), "{err}");
+        assert!(Config::layered(Some(&dir.path().join("missing.toml")), env(&[])).is_err());
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_variable() {
+        let err = Config::layered(None, env(&[("HERALD_RATE_LIMIT_PER_MINUTE", "lots")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("HERALD_RATE_LIMIT_PER_MINUTE"), "{err}");
+        assert!(Config::layered(None, env(&[("HERALD_LOG_FORMAT", "xml")])).is_err());
+        assert!(Config::layered(None, env(&[("HERALD_DNS_RESOLVER", "nowhere")])).is_err());
     }
 
     #[test]
