@@ -69,8 +69,8 @@ pub enum DomainError {
     Other(#[from] anyhow::Error),
 }
 
-/// Lower-cases, strips one trailing dot, and checks that `raw` is a host name of at least two
-/// labels in ASCII (internationalised names in their `xn--` form).
+/// Lower-cases, strips one trailing dot, turns an internationalised name into its `xn--`
+/// form (IDNA), and checks that the result is a host name of at least two labels.
 pub fn normalize_domain(raw: &str) -> Result<String, DomainError> {
     let trimmed = raw.trim();
     let name = trimmed
@@ -80,11 +80,15 @@ pub fn normalize_domain(raw: &str) -> Result<String, DomainError> {
     if name.is_empty() {
         return Err(DomainError::InvalidName("domain is required".into()));
     }
-    if !name.is_ascii() {
-        return Err(DomainError::InvalidName(
-            "domain must be ASCII; write an internationalised name in its xn-- form".into(),
-        ));
-    }
+    let name = if name.is_ascii() {
+        name
+    } else {
+        herald_core::email::domain_to_ascii(&name).map_err(|_| {
+            DomainError::InvalidName(format!(
+                "{name:?} is not a valid internationalised host name"
+            ))
+        })?
+    };
     if !valid_domain(&name) {
         return Err(DomainError::InvalidName(format!(
             "{name:?} is not a valid host name (like mail.example.com)"
@@ -189,6 +193,10 @@ mod tests {
             normalize_domain(" Mail.Example.COM. ").ok().as_deref(),
             Some("mail.example.com")
         );
+        assert_eq!(
+            normalize_domain("Bücher.de").ok().as_deref(),
+            Some("xn--bcher-kva.de")
+        );
         for bad in [
             "",
             "example",
@@ -196,7 +204,7 @@ mod tests {
             "a..com",
             "a_b.com",
             "user@example.com",
-            "bücher.de",
+            "bü cher.de",
             "1.2.3.4",
         ] {
             assert!(normalize_domain(bad).is_err(), "{bad:?} accepted");

@@ -65,12 +65,17 @@ pub(crate) fn forget_signer(id: Uuid) {
 }
 
 impl crate::Engine {
-    /// The verified domain row of exactly `domain` in the project, under the reserved rule.
+    /// The verified domain row of exactly `domain` (compared in its lower-case `xn--` form, as
+    /// domains are stored) in the project, under the reserved rule.
     async fn usable_domain(
         &self,
         project_id: Uuid,
         domain: &str,
     ) -> Result<Option<Domain>, herald_store::StoreError> {
+        let Ok(domain) = crate::domains::normalize_domain(domain) else {
+            return Ok(None);
+        };
+        let domain = domain.as_str();
         if is_reserved(domain) && !self.transport.is_local_outbox() {
             return Ok(None);
         }
@@ -102,8 +107,7 @@ impl crate::Engine {
         project_id: Uuid,
         domain: &str,
     ) -> anyhow::Result<Option<DkimSigner>> {
-        let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
-        let Some(row) = self.usable_domain(project_id, &domain).await? else {
+        let Some(row) = self.usable_domain(project_id, domain).await? else {
             return Ok(None);
         };
         if let Some(signer) = cached_signer(row.id) {

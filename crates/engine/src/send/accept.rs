@@ -169,7 +169,10 @@ impl AcceptRequest {
             recipients: plan.recipients.clone(),
             subject: Template::parse(&plan.message.subject),
             body: Template::parse(&plan.message.body),
-            from: plan.message.from.clone(),
+            // The sender in its A-label form: the verified domain is stored that way, and the
+            // Message-ID and the SMTP envelope need ASCII domains.
+            from: EmailAddress::parse(&plan.message.from.ascii_domain_form())
+                .unwrap_or_else(|_| plan.message.from.clone()),
             from_name: plan.message.from_name.clone(),
             reply_to: plan.message.reply_to.clone(),
             template_id: plan.message.template_id,

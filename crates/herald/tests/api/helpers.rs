@@ -39,6 +39,29 @@ macro_rules! both_engines {
     )*};
 }
 
+/// [`both_engines!`] for tests that also need `python3` (cfg `herald_python` from build.rs):
+/// without it they are skipped, except in CI where they run and fail.
+#[macro_export]
+macro_rules! both_engines_with_python {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            #[cfg_attr(not(any(herald_python, herald_ci)), ignore = "python3 with venv is not installed")]
+            async fn sqlite() {
+                super::$name($crate::helpers::Engine::Sqlite).await
+            }
+            #[tokio::test]
+            #[cfg_attr(
+                not(any(all(herald_pg_tests, herald_python), herald_ci)),
+                ignore = "needs HERALD_TEST_POSTGRES_URL and python3 with venv"
+            )]
+            async fn postgres() {
+                super::$name($crate::helpers::Engine::Postgres).await
+            }
+        }
+    )*};
+}
+
 pub fn postgres_url() -> Option<String> {
     std::env::var("HERALD_TEST_POSTGRES_URL")
         .ok()

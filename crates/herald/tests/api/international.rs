@@ -17,6 +17,7 @@ both_engines!(
     a_utf8_local_part_is_sent_with_smtputf8_when_the_relay_offers_it,
     a_utf8_local_part_fails_clearly_when_the_relay_lacks_smtputf8,
     the_local_outbox_accepts_a_utf8_local_part,
+    an_international_sender_domain_is_stored_and_used_as_a_labels,
 );
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -145,4 +146,38 @@ async fn the_local_outbox_accepts_a_utf8_local_part(engine: Engine) {
     let parsed = MessageParser::default().parse(&raw[..]).expect("parses");
     let to = parsed.to().and_then(|t| t.first()).expect("To");
     assert_eq!(to.address(), Some("josé@xn--bcher-kva.example"));
+}
+
+async fn an_international_sender_domain_is_stored_and_used_as_a_labels(engine: Engine) {
+    let app = engine.app().await;
+    let p = app.project().await;
+    let sk = &p.secret_key;
+    let added = expect_json(
+        app.post("/domains", sk, &json!({"domain": "Bücher.test"}))
+            .await,
+        201,
+    )
+    .await;
+    assert_eq!(added["domain"], "xn--bcher-kva.test", "{added}");
+    // The same domain in either form is one domain.
+    let again = app
+        .post("/domains", sk, &json!({"domain": "xn--bcher-kva.test"}))
+        .await;
+    assert_eq!(again.status(), 409);
+    // A sender on the Unicode form of the domain is the verified domain.
+    let body = json!({"to": "reader@example.org", "from": "news@bücher.test",
+        "subject": "Hallo", "body": "<p>Hi</p>"});
+    let answer = expect_json(app.post("/v1/send", sk, &body).await, 200).await;
+    let id = &message_ids(&answer)[0];
+    wait_status(&app, sk, id, &["SENT"], WAIT).await;
+    let raw = app
+        .get(&format!("/emails/{id}/raw"), sk)
+        .await
+        .bytes()
+        .await
+        .expect("raw");
+    assert!(
+        raw.windows(22).any(|w| w == b"d=xn--bcher-kva.test; "),
+        "signed by the A-label domain"
+    );
 }

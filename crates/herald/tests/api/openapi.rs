@@ -5,7 +5,8 @@
 //! schemathesis runs every operation with generated valid and invalid inputs on both engines,
 //! failing on any 5xx, schema violation or undeclared status.
 //!
-//! Without Python or PyPI these tests fail when `CI` is set, and elsewhere print a notice.
+//! Without `python3` (with `venv`) the tool tests are skipped (`both_engines_with_python!`);
+//! when Python is there but PyPI is not, they fail in CI and elsewhere pass after a notice.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,12 +14,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::both_engines;
 use crate::helpers::{Engine, TestApp, expect_json};
 use crate::mail_setup::{DOMAIN, mail_world, wait_status};
+use crate::{both_engines, both_engines_with_python};
 
-both_engines!(
-    openapi_declares_what_the_handlers_answer,
+both_engines!(openapi_declares_what_the_handlers_answer);
+both_engines_with_python!(
     openapi_document_validates_as_openapi_3_1,
     generated_python_client_sends_and_lists_contacts,
     schemathesis_finds_no_contract_violation,
