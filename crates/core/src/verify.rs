@@ -306,5 +306,7 @@ mod tests {
             checks.ascii_domain.as_deref(),
             Some("xn--bcher-kva.example")
         );
+        // A trailing dot is refused as by every other endpoint, so no list sees one.
+        assert!(check_address("x@mailinator.com.").syntax_error.is_some());
     }
 }

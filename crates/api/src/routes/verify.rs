@@ -34,7 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct VerifyRequest {
     /// The address to check (required; read as optional so a missing one is reported on
     /// the field `email`).
-    #[schema(max_length = 1024, required)]
+    #[schema(value_type = String, required, min_length = 1, max_length = 1024)]
     pub email: Option<String>,
 }
 
