@@ -15,3 +15,4 @@ pub mod rules;
 pub mod secret;
 pub mod template;
 pub mod time;
+pub mod verify;

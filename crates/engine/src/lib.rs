@@ -11,6 +11,7 @@ pub mod secret_rotation;
 pub mod send;
 pub mod settings;
 pub mod throttle;
+pub mod verify;
 
 use std::sync::Arc;
 
@@ -35,6 +36,8 @@ pub struct EngineInner {
     pub wake: tokio::sync::Notify,
     /// Group-commits concurrent `/v1/send` requests.
     pub acceptor: send::batch::Acceptor,
+    /// DNS facts of recipient domains for `/v1/verify`, per domain for a few minutes.
+    pub verify_cache: verify::DomainCache,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -67,6 +70,7 @@ impl Engine {
                 clock: settings.clock.clone(),
                 max_attempts: i32::try_from(settings.send_max_attempts).unwrap_or(i32::MAX),
             }),
+            verify_cache: verify::DomainCache::default(),
             store,
             settings,
         })))

@@ -12,6 +12,8 @@
 //! - A domain is verified when its DKIM key and its SPF mechanism are both published; DMARC and
 //!   the return-path MX are suggestions and never block verification.
 
+mod domain_facts;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

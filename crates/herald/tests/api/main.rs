@@ -28,3 +28,4 @@ mod retention;
 mod secrets;
 mod sending;
 mod templates;
+mod verify;
