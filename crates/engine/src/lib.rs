@@ -5,6 +5,8 @@
 #![forbid(unsafe_code)]
 
 pub mod domains;
+pub mod links;
+pub mod list_pages;
 pub mod metrics;
 pub mod retention;
 pub mod secret_rotation;
@@ -35,6 +37,8 @@ pub struct EngineInner {
     pub wake: tokio::sync::Notify,
     /// Group-commits concurrent `/v1/send` requests.
     pub acceptor: send::batch::Acceptor,
+    /// Tracking and list-page links (tokens keyed from the server secret).
+    pub links: links::MailLinks,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -67,6 +71,7 @@ impl Engine {
                 clock: settings.clock.clone(),
                 max_attempts: i32::try_from(settings.send_max_attempts).unwrap_or(i32::MAX),
             }),
+            links: links::MailLinks::new(secret, &settings.public_url),
             store,
             settings,
         })))

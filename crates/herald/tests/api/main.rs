@@ -27,3 +27,4 @@ mod retention;
 mod secrets;
 mod sending;
 mod templates;
+mod tracking;
