@@ -40,7 +40,10 @@ pub fn document(lang: &str, title: &str, main: &str) -> String {
 pub fn paragraph(text: &str, email: &str) -> String {
     format!(
         "<p>{}</p>",
-        html_escape(text).replace("{email}", &format!("<strong>{}</strong>", html_escape(email)))
+        html_escape(text).replace(
+            "{email}",
+            &format!("<strong>{}</strong>", html_escape(email))
+        )
     )
 }
 
@@ -128,10 +131,17 @@ mod tests {
 
     #[test]
     fn pages_escape_data_and_have_one_heading() {
-        let doc = document("de", "Abmelden", &paragraph("Hallo {email}", "<x>@example.org"));
+        let doc = document(
+            "de",
+            "Abmelden",
+            &paragraph("Hallo {email}", "<x>@example.org"),
+        );
         assert!(doc.contains("<html lang=\"de\">"));
         assert_eq!(doc.matches("<h1>").count(), 1);
-        assert!(doc.contains("<strong>&lt;x&gt;@example.org</strong>"), "{doc}");
+        assert!(
+            doc.contains("<strong>&lt;x&gt;@example.org</strong>"),
+            "{doc}"
+        );
         assert!(!doc.contains("<script"));
         let form = manage_form("/manage/t\"x", list_i18n::english(), false);
         assert!(form.contains("action=\"/manage/t&quot;x\""), "{form}");

@@ -283,8 +283,14 @@ mod tests {
             r#"<a href="https://x.example">ok</a><a href=https://y.example"#,
         ] {
             let out = tracked(html);
-            assert!(out.starts_with(r#"<a href="T[https://x.example]">ok</a>"#), "{out}");
-            assert!(out.ends_with(&html[html.find("</a>").unwrap() + 4..]), "{out}");
+            assert!(
+                out.starts_with(r#"<a href="T[https://x.example]">ok</a>"#),
+                "{out}"
+            );
+            assert!(
+                out.ends_with(&html[html.find("</a>").unwrap() + 4..]),
+                "{out}"
+            );
         }
     }
 

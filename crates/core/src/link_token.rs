@@ -139,7 +139,10 @@ impl LinkTokens {
         if self
             .keys
             .encrypt
-            .less_safe_encrypt(&mut payload, EncryptionContext::Iv128(FixedLength::from(tag)))
+            .less_safe_encrypt(
+                &mut payload,
+                EncryptionContext::Iv128(FixedLength::from(tag)),
+            )
             .is_err()
         {
             unreachable!("AES-256-CTR encrypts any length");
@@ -358,12 +361,21 @@ mod tests {
             for i in 0..raw.len() {
                 let mut bad = raw.clone();
                 bad[i] ^= 0x01;
-                assert_eq!(t.decode(&URL_SAFE_NO_PAD.encode(&bad)), Err(BadToken), "byte {i}");
+                assert_eq!(
+                    t.decode(&URL_SAFE_NO_PAD.encode(&bad)),
+                    Err(BadToken),
+                    "byte {i}"
+                );
             }
             assert_eq!(t.decode(&token[..token.len() - 2]), Err(BadToken));
             assert_eq!(t.decode(&format!("{token}A")), Err(BadToken));
         }
-        for junk in ["", "x", "!!!!", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"] {
+        for junk in [
+            "",
+            "x",
+            "!!!!",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        ] {
             assert_eq!(t.decode(junk), Err(BadToken));
         }
         assert_eq!(t.decode(&"A".repeat(MAX_TOKEN_LEN + 1)), Err(BadToken));

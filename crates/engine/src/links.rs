@@ -109,7 +109,10 @@ mod tests {
         let links = MailLinks::new(b"secret-secret-secret-secret-secret", "https://m.example/");
         let (p, m, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
         let urls = links.page_urls(p, c, Some(m));
-        assert!(urls.unsubscribe.starts_with("https://m.example/unsubscribe/"));
+        assert!(
+            urls.unsubscribe
+                .starts_with("https://m.example/unsubscribe/")
+        );
         assert!(urls.manage.starts_with("https://m.example/manage/"));
         let token = urls.subscribe.rsplit('/').next().expect("token");
         assert_eq!(
@@ -121,7 +124,11 @@ mod tests {
                 message_id: Some(m)
             })
         );
-        for own in [&urls.unsubscribe, &links.open_url(p, m), "HTTPS://M.EXAMPLE/manage/x"] {
+        for own in [
+            &urls.unsubscribe,
+            &links.open_url(p, m),
+            "HTTPS://M.EXAMPLE/manage/x",
+        ] {
             assert!(links.is_own(own), "{own}");
         }
         for other in [

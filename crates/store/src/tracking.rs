@@ -28,7 +28,8 @@ pub const OPEN_EVENT: &str = "email.open";
 pub const CLICK_EVENT: &str = "email.click";
 
 /// Statuses of a message that went out (and so can be opened or clicked).
-const WENT_OUT: &str = "status IN ('SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED')";
+const WENT_OUT: &str =
+    "status IN ('SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED')";
 
 /// What delivery needs to decorate a message: the project's tracking mode and language, and
 /// the contact's `locale` (a string data key), if any.
@@ -132,8 +133,16 @@ impl Store {
         advance(&mut tx, message_id, MessageStatus::Clicked, now).await?;
         let links = Links::message(message_id, campaign_id);
         let data = json!({ "messageId": message_id.to_string(), "url": url });
-        insert_linked_event(&mut tx, project_id, contact_id, links, CLICK_EVENT, &data, now)
-            .await?;
+        insert_linked_event(
+            &mut tx,
+            project_id,
+            contact_id,
+            links,
+            CLICK_EVENT,
+            &data,
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -81,10 +81,7 @@ fn page_error(e: PageError, headers: &HeaderMap) -> Response {
 }
 
 fn page(subject: &PageSubject, title: &str, main: String) -> Response {
-    pages::respond(
-        StatusCode::OK,
-        document(subject.strings.code, title, &main),
-    )
+    pages::respond(StatusCode::OK, document(subject.strings.code, title, &main))
 }
 
 fn unsubscribed_view(state: &AppState, subject: &PageSubject) -> Response {

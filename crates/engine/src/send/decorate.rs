@@ -92,7 +92,10 @@ fn html_footer(s: &Strings, url: &str) -> String {
 }
 
 fn text_footer(s: &Strings, url: &str) -> String {
-    format!("\n\n-- \n{}\n{}: {url}\n", s.footer_notice, s.footer_unsubscribe)
+    format!(
+        "\n\n-- \n{}\n{}: {url}\n",
+        s.footer_notice, s.footer_unsubscribe
+    )
 }
 
 #[cfg(test)]
@@ -153,23 +156,43 @@ mod tests {
         let d = decorate(&msg, &links, Some(&ctx(TrackingMode::Enabled, Some("de"))));
         assert!(!d.html.contains("https://shop.example"), "{}", d.html);
         assert!(d.html.contains(r#"href="mailto:hi@shop.example""#));
-        let click = d.html.split("https://h.example/t/click/").nth(1).expect("click");
+        let click = d
+            .html
+            .split("https://h.example/t/click/")
+            .nth(1)
+            .expect("click");
         let token = &click[..click.find('"').expect("quote")];
         match links.tokens.decode(token) {
-            Ok(LinkToken::Click { url, message_id, .. }) => {
+            Ok(LinkToken::Click {
+                url, message_id, ..
+            }) => {
                 assert_eq!(url, "https://shop.example/x?a=1&b=2");
                 assert_eq!(message_id, msg.id);
             }
             other => panic!("{other:?}"),
         }
-        let pixel = d.html.find(r#"<img src="https://h.example/t/open/"#).expect("pixel");
-        let footer = d.html.find("Sie erhalten diese E-Mail").expect("German footer");
+        let pixel = d
+            .html
+            .find(r#"<img src="https://h.example/t/open/"#)
+            .expect("pixel");
+        let footer = d
+            .html
+            .find("Sie erhalten diese E-Mail")
+            .expect("German footer");
         assert!(footer < pixel && pixel < d.html.find("</body>").expect("body end"));
         let lu = d.list_unsubscribe.expect("List-Unsubscribe");
         assert!(lu.one_click && lu.url.starts_with("https://h.example/unsubscribe/"));
         assert!(d.html.contains(&lu.url), "the footer links the same page");
-        assert!(d.text.contains(&format!("Abmelden: {}", lu.url)), "{}", d.text);
-        assert!(d.text.contains("Shop (https://shop.example/x?a=1&b=2)"), "{}", d.text);
+        assert!(
+            d.text.contains(&format!("Abmelden: {}", lu.url)),
+            "{}",
+            d.text
+        );
+        assert!(
+            d.text.contains("Shop (https://shop.example/x?a=1&b=2)"),
+            "{}",
+            d.text
+        );
     }
 
     #[test]

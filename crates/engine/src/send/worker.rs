@@ -369,8 +369,8 @@ async fn build_signed(
         let body = decorate(&msg, &links, context.as_ref());
         compose(&msg, body, &signer, now).map_err(|e| e.0)
     })
-        .await
-        .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
+    .await
+    .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
 }
 
 #[cfg(test)]

@@ -37,29 +37,46 @@ async fn tracked_mail_has_rewritten_links_and_a_pixel(engine: Engine) {
     let html = mail.body_html(0).unwrap();
     assert!(!html.contains("https://shop.example"), "{html}");
     assert!(!html.contains("http://blog.example"), "{html}");
-    assert!(html.contains(r#"href="mailto:help@shop.example""#), "{html}");
+    assert!(
+        html.contains(r#"href="mailto:help@shop.example""#),
+        "{html}"
+    );
     let clicks = links_to(&html, "/t/click/");
     assert_eq!(clicks.len(), 2, "{html}");
-    assert!(html.contains(r#"<a class="cta" href="https://links.example/t/click/"#), "{html}");
+    assert!(
+        html.contains(r#"<a class="cta" href="https://links.example/t/click/"#),
+        "{html}"
+    );
     // The manage link (a template variable) is a list page, never wrapped in a redirect.
     let manage = links_to(&html, "/manage/");
     assert_eq!(manage.len(), 1, "{html}");
     let opens = links_to(&html, "/t/open/");
     assert_eq!(opens.len(), 1);
     assert!(
-        html.contains(&format!(r#"<img src="{}" width="1" height="1" alt="">"#, opens[0])),
+        html.contains(&format!(
+            r#"<img src="{}" width="1" height="1" alt="">"#,
+            opens[0]
+        )),
         "{html}"
     );
     assert!(html.find("<img").unwrap() < html.find("</body>").unwrap());
     // The text part keeps the original URLs; transactional mail has no footer or header.
     let text = mail.body_text(0).unwrap();
-    assert!(text.contains("Sale (https://shop.example/sale?utm=mail&id=7)"), "{text}");
+    assert!(
+        text.contains("Sale (https://shop.example/sale?utm=mail&id=7)"),
+        "{text}"
+    );
     assert!(!text.contains("/t/click/"), "{text}");
     assert!(mail.header_raw("List-Unsubscribe").is_none());
     assert!(!html.contains("mailing list"), "{html}");
     // What GET /emails/:id shows is the body as rendered, without the tracking.
     let stored = message(&w, &id).await;
-    assert!(stored["html"].as_str().unwrap().contains("https://shop.example/sale"));
+    assert!(
+        stored["html"]
+            .as_str()
+            .unwrap()
+            .contains("https://shop.example/sale")
+    );
 }
 
 async fn the_open_pixel_records_the_first_open_once(engine: Engine) {
@@ -95,7 +112,10 @@ async fn the_open_pixel_records_the_first_open_once(engine: Engine) {
     assert_eq!(opens.len(), 1, "{ev:?}");
     assert_eq!(opens[0]["data"]["messageId"], id.as_str());
     // Any other token still gets the pixel, and records nothing.
-    for bad in ["nonsense", &format!("{}x", &pixel[pixel.rfind('/').unwrap() + 1..])] {
+    for bad in [
+        "nonsense",
+        &format!("{}x", &pixel[pixel.rfind('/').unwrap() + 1..]),
+    ] {
         let res = w
             .app
             .client
@@ -119,10 +139,10 @@ async fn a_click_redirects_and_records_the_click_and_the_open(engine: Engine) {
     let html = parse(&raw).body_html(0).unwrap().into_owned();
     let clicks = links_to(&html, "/t/click/");
     let client = no_redirects();
-    for (link, target) in clicks
-        .iter()
-        .zip(["https://shop.example/sale?utm=mail&id=7", "http://blog.example/post"])
-    {
+    for (link, target) in clicks.iter().zip([
+        "https://shop.example/sale?utm=mail&id=7",
+        "http://blog.example/post",
+    ]) {
         for _ in 0..2 {
             let res = client.get(local(&w.app, link)).send().await.unwrap();
             assert_eq!(res.status(), 302);
@@ -142,9 +162,16 @@ async fn a_click_redirects_and_records_the_click_and_the_open(engine: Engine) {
     let ev = events(&w, &contact).await;
     let clicks: Vec<_> = ev.iter().filter(|e| e["name"] == "email.click").collect();
     assert_eq!(clicks.len(), 1, "the first click is recorded: {ev:?}");
-    assert_eq!(clicks[0]["data"]["url"], "https://shop.example/sale?utm=mail&id=7");
+    assert_eq!(
+        clicks[0]["data"]["url"],
+        "https://shop.example/sale?utm=mail&id=7"
+    );
     assert_eq!(clicks[0]["data"]["messageId"], id.as_str());
-    assert_eq!(count(&w, &contact, "email.open").await, 1, "a click implies an open");
+    assert_eq!(
+        count(&w, &contact, "email.open").await,
+        1,
+        "a click implies an open"
+    );
     // A later pixel load does not record a second open.
     let pixel = local(&w.app, &links_to(&html, "/t/open/")[0]);
     w.app.client.get(&pixel).send().await.unwrap();
@@ -184,12 +211,18 @@ async fn headless_mail_is_never_tracked(engine: Engine) {
     let w = world(engine).await;
     let t = template(&w, "HEADLESS", BODY).await;
     w.app
-        .create_contact(&w.project.secret_key, json!({"email": "ada@example.org", "subscribed": true}))
+        .create_contact(
+            &w.project.secret_key,
+            json!({"email": "ada@example.org", "subscribed": true}),
+        )
         .await;
     let (_, _, raw) = deliver(&w, &json!({"to": "ada@example.org", "template": t})).await;
     let mail = parse(&raw);
     let html = mail.body_html(0).unwrap();
-    assert!(html.contains(r#"href="https://shop.example/sale?utm=mail&amp;id=7""#), "{html}");
+    assert!(
+        html.contains(r#"href="https://shop.example/sale?utm=mail&amp;id=7""#),
+        "{html}"
+    );
     assert!(!html.contains("/t/"), "{html}");
     assert!(!html.contains("mailing list"), "{html}");
     assert!(mail.header_raw("List-Unsubscribe").is_none());
@@ -201,7 +234,10 @@ async fn marketing_only_mode_tracks_marketing_mail_only(engine: Engine) {
     set_project(&w, json!({"tracking": "MARKETING_ONLY"})).await;
     let t = template(&w, "MARKETING", BODY).await;
     w.app
-        .create_contact(&w.project.secret_key, json!({"email": "ada@example.org", "subscribed": true}))
+        .create_contact(
+            &w.project.secret_key,
+            json!({"email": "ada@example.org", "subscribed": true}),
+        )
         .await;
     let (_, _, plain) = deliver(
         &w,
@@ -228,13 +264,23 @@ async fn marketing_mail_has_list_unsubscribe_under_dkim_and_a_footer(engine: Eng
     let w = world(engine).await;
     let t = template(&w, "MARKETING", BODY).await;
     w.app
-        .create_contact(&w.project.secret_key, json!({"email": "ada@example.org", "subscribed": true}))
+        .create_contact(
+            &w.project.secret_key,
+            json!({"email": "ada@example.org", "subscribed": true}),
+        )
         .await;
     let (_, _, raw) = deliver(&w, &json!({"to": "ada@example.org", "template": t})).await;
     let mail = parse(&raw);
-    let header = mail.header_raw("List-Unsubscribe").unwrap().trim().to_owned();
+    let header = mail
+        .header_raw("List-Unsubscribe")
+        .unwrap()
+        .trim()
+        .to_owned();
     let url = header.trim_start_matches('<').trim_end_matches('>');
-    assert!(url.starts_with(&format!("{PUBLIC}/unsubscribe/")), "{header}");
+    assert!(
+        url.starts_with(&format!("{PUBLIC}/unsubscribe/")),
+        "{header}"
+    );
     assert_eq!(links_to(url, "/unsubscribe/"), [url]);
     assert_eq!(
         mail.header_raw("List-Unsubscribe-Post").map(str::trim),
@@ -254,11 +300,17 @@ async fn marketing_mail_has_list_unsubscribe_under_dkim_and_a_footer(engine: Eng
     }
     // The footer, with the same unsubscribe link, in both parts.
     let html = mail.body_html(0).unwrap();
-    assert!(html.contains("You are receiving this email because"), "{html}");
+    assert!(
+        html.contains("You are receiving this email because"),
+        "{html}"
+    );
     assert!(html.contains(&format!(r#"<a href="{url}""#)), "{html}");
     assert!(html.find("mailing list").unwrap() < html.find("/t/open/").unwrap());
     let text = mail.body_text(0).unwrap();
-    assert!(text.contains("You are receiving this email because"), "{text}");
+    assert!(
+        text.contains("You are receiving this email because"),
+        "{text}"
+    );
     assert!(text.contains(&format!("Unsubscribe: {url}")), "{text}");
     // Tampering with the header breaks the signature.
     let raw_text = String::from_utf8_lossy(&raw).into_owned();

@@ -75,7 +75,9 @@ pub async fn deliver(w: &MailWorld, body: &Value) -> (String, String, Vec<u8>) {
 }
 
 pub fn parse(raw: &[u8]) -> Message<'_> {
-    MessageParser::default().parse(raw).expect("the mail parses")
+    MessageParser::default()
+        .parse(raw)
+        .expect("the mail parses")
 }
 
 /// The contact's events (newest first).

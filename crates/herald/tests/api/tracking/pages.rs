@@ -77,8 +77,15 @@ async fn an_unsubscribe_link_used_twice_records_one_event(engine: Engine) {
     let page = html(w.app.client.get(&url).send().await.unwrap(), 200).await;
     assert_accessible(&page, "en");
     assert!(page.contains("<strong>ada@example.org</strong>"), "{page}");
-    assert!(page.contains(r#"<button type="submit">Unsubscribe</button>"#), "{page}");
-    assert_eq!(contact(&w, &contact_id).await["subscribed"], true, "a GET changes nothing");
+    assert!(
+        page.contains(r#"<button type="submit">Unsubscribe</button>"#),
+        "{page}"
+    );
+    assert_eq!(
+        contact(&w, &contact_id).await["subscribed"],
+        true,
+        "a GET changes nothing"
+    );
     for _ in 0..2 {
         let res = w
             .app
@@ -98,7 +105,10 @@ async fn an_unsubscribe_link_used_twice_records_one_event(engine: Engine) {
     // Once unsubscribed, the page says so and offers to subscribe again.
     let page = html(w.app.client.get(&url).send().await.unwrap(), 200).await;
     assert!(page.contains("You are unsubscribed"), "{page}");
-    assert!(page.contains(r#"<form method="post" action="/subscribe/"#), "{page}");
+    assert!(
+        page.contains(r#"<form method="post" action="/subscribe/"#),
+        "{page}"
+    );
 }
 
 async fn one_click_post_unsubscribes(engine: Engine) {
@@ -107,7 +117,12 @@ async fn one_click_post_unsubscribes(engine: Engine) {
     let url = local(&w.app, &list_unsubscribe(&raw));
     // As a mailbox provider sends it (RFC 8058): multipart, no cookies, no Accept.
     let form = reqwest::multipart::Form::new().text("List-Unsubscribe", "One-Click");
-    let res = no_redirects().post(&url).multipart(form).send().await.unwrap();
+    let res = no_redirects()
+        .post(&url)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(contact(&w, &contact_id).await["subscribed"], false);
     let res = no_redirects()
@@ -120,7 +135,11 @@ async fn one_click_post_unsubscribes(engine: Engine) {
     assert_eq!(count(&w, &contact_id, "contact.unsubscribed").await, 1);
     // Later marketing mail skips the contact.
     let t = template(&w, "MARKETING", "<p>Again</p>").await;
-    let answer = expect_json(send(&w, &json!({"to": "ada@example.org", "template": t})).await, 200).await;
+    let answer = expect_json(
+        send(&w, &json!({"to": "ada@example.org", "template": t})).await,
+        200,
+    )
+    .await;
     assert_eq!(answer["data"]["emails"][0]["skipped"], "unsubscribed");
 }
 
@@ -177,7 +196,10 @@ async fn the_subscribe_page_subscribes_again(engine: Engine) {
     let body = parse(&raw).body_html(0).unwrap().into_owned();
     let subscribe = local(&w.app, &links_to(&body, "/subscribe/")[0]);
     let page = html(w.app.client.get(&subscribe).send().await.unwrap(), 200).await;
-    assert!(page.contains(r#"<button type="submit">Subscribe</button>"#), "{page}");
+    assert!(
+        page.contains(r#"<button type="submit">Subscribe</button>"#),
+        "{page}"
+    );
     assert_eq!(contact(&w, &contact_id).await["subscribed"], false);
     for _ in 0..2 {
         let page = html(w.app.client.post(&subscribe).send().await.unwrap(), 200).await;
@@ -193,7 +215,10 @@ async fn a_german_contact_gets_german_mail_and_pages(engine: Engine) {
     let mail = parse(&raw);
     let text = mail.body_text(0).unwrap();
     assert!(text.contains("Sie erhalten diese E-Mail"), "{text}");
-    assert!(text.contains("Abmelden: https://links.example/unsubscribe/"), "{text}");
+    assert!(
+        text.contains("Abmelden: https://links.example/unsubscribe/"),
+        "{text}"
+    );
     let body = mail.body_html(0).unwrap();
     assert!(body.contains(r#"<div lang="de""#), "{body}");
     let url = local(&w.app, &list_unsubscribe(&raw));
@@ -283,7 +308,10 @@ async fn the_rate_limit_never_applies_to_links_in_mail(engine: Engine) {
         .await;
     let p = app.project().await;
     let c = app
-        .create_contact(&p.secret_key, json!({"email": "ada@example.org", "subscribed": true}))
+        .create_contact(
+            &p.secret_key,
+            json!({"email": "ada@example.org", "subscribed": true}),
+        )
         .await;
     let project: Uuid = p.id.parse().unwrap();
     let contact: Uuid = c["id"].as_str().unwrap().parse().unwrap();
@@ -295,7 +323,12 @@ async fn the_rate_limit_never_applies_to_links_in_mail(engine: Engine) {
     let unsubscribe = links.page_url(ListPage::Unsubscribe, project, contact, None);
     // The project's limit is used up.
     app.get("/contacts", &p.secret_key).await;
-    expect_error(app.get("/contacts", &p.secret_key).await, 429, "RATE_LIMIT_EXCEEDED").await;
+    expect_error(
+        app.get("/contacts", &p.secret_key).await,
+        429,
+        "RATE_LIMIT_EXCEEDED",
+    )
+    .await;
     let client = no_redirects();
     for _ in 0..5 {
         // With and without the project's key: the links never authenticate, never count.
@@ -304,17 +337,34 @@ async fn the_rate_limit_never_applies_to_links_in_mail(engine: Engine) {
                 Some(k) => r.bearer_auth(k),
                 None => r,
             };
-            let res = with_key(client.get(local(&app, &open))).send().await.unwrap();
+            let res = with_key(client.get(local(&app, &open)))
+                .send()
+                .await
+                .unwrap();
             assert_eq!(res.status(), 200);
-            let res = with_key(client.get(local(&app, &click))).send().await.unwrap();
+            let res = with_key(client.get(local(&app, &click)))
+                .send()
+                .await
+                .unwrap();
             assert_eq!(res.status(), 302);
             assert_eq!(res.headers()["location"], "https://shop.example/");
-            let res = with_key(client.get(local(&app, &manage))).send().await.unwrap();
+            let res = with_key(client.get(local(&app, &manage)))
+                .send()
+                .await
+                .unwrap();
             assert_eq!(res.status(), 200);
             assert!(res.headers().get("ratelimit-remaining").is_none());
-            let res = with_key(client.post(local(&app, &unsubscribe))).send().await.unwrap();
+            let res = with_key(client.post(local(&app, &unsubscribe)))
+                .send()
+                .await
+                .unwrap();
             assert_eq!(res.status(), 200);
         }
     }
-    expect_error(app.get("/contacts", &p.secret_key).await, 429, "RATE_LIMIT_EXCEEDED").await;
+    expect_error(
+        app.get("/contacts", &p.secret_key).await,
+        429,
+        "RATE_LIMIT_EXCEEDED",
+    )
+    .await;
 }
