@@ -24,8 +24,8 @@ pub fn rewrite_links(html: &str, mut replace: impl FnMut(&str) -> Option<String>
     while let Some(offset) = html[pos..].find('<') {
         let lt = pos + offset;
         let rest = &html[lt..];
-        if rest.starts_with("<!--") {
-            match rest[4..].find("-->") {
+        if let Some(comment) = rest.strip_prefix("<!--") {
+            match comment.find("-->") {
                 Some(end) => pos = lt + 4 + end + 3,
                 None => break,
             }
