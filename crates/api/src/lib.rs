@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod metrics;
 pub mod openapi;
+pub mod pages;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
@@ -51,6 +52,15 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     (router, openapi::finish(doc))
 }
 
+/// The public routes of the links in mail; not in the OpenAPI document.
+fn public_links() -> Router<AppState> {
+    Router::new()
+        .merge(routes::tracking::router())
+        .merge(routes::list_pages::router())
+        .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
+        .layer(middleware::from_fn(extract::refuse_nul_in_url))
+}
+
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let (api, mut doc) = documented();
@@ -75,6 +85,9 @@ pub fn router(state: AppState) -> Router {
         state.clone(),
         auth::authenticate,
     ))
+    // The links in mail (pixel, clicks, list pages): outside authentication, so no key,
+    // session or rate limit ever applies to them (docs/tracking.md).
+    .merge(public_links())
     .layer(DefaultBodyLimit::max(max_body))
     .layer(CatchPanicLayer::custom(envelope::panic_response))
     .layer(middleware::from_fn(metrics::track_requests))

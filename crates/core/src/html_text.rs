@@ -322,7 +322,7 @@ fn find_tag(hay: &str, from: usize, needle: &str) -> Option<usize> {
 }
 
 /// Decodes named entities common in emails and numeric ones; anything else stays as written.
-fn decode_entities(s: &str) -> String {
+pub(crate) fn decode_entities(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(amp) = rest.find('&') {

@@ -127,6 +127,26 @@ names!(TrackingMode, "tracking mode", "ENABLED, DISABLED or MARKETING_ONLY", {
     MarketingOnly => "MARKETING_ONLY",
 });
 
+impl TrackingMode {
+    /// Whether a message of `kind` gets tracked links and the open pixel (DECISIONS.md
+    /// "Tracking and list pages"): ENABLED tracks TRANSACTIONAL and MARKETING mail,
+    /// MARKETING_ONLY only MARKETING mail; HEADLESS mail is never tracked.
+    pub fn tracks(self, kind: TemplateType) -> bool {
+        match (self, kind) {
+            (_, TemplateType::Headless) | (TrackingMode::Disabled, _) => false,
+            (TrackingMode::Enabled, _) => true,
+            (TrackingMode::MarketingOnly, k) => k == TemplateType::Marketing,
+        }
+    }
+}
+
+impl TemplateType {
+    /// MARKETING mail carries `List-Unsubscribe` and the unsubscribe footer; the others never.
+    pub fn has_unsubscribe(self) -> bool {
+        self == TemplateType::Marketing
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +187,23 @@ mod tests {
                 .contains("TRANSACTIONAL, MARKETING or HEADLESS")
         );
         assert!(TrackingMode::try_from("sometimes".to_owned()).is_err());
+    }
+
+    #[test]
+    fn tracking_follows_the_mode_and_never_headless() {
+        use TemplateType::*;
+        use TrackingMode::*;
+        let tracked = |m: TrackingMode| -> Vec<bool> {
+            [Transactional, Marketing, Headless]
+                .iter()
+                .map(|k| m.tracks(*k))
+                .collect()
+        };
+        assert_eq!(tracked(Enabled), [true, true, false]);
+        assert_eq!(tracked(MarketingOnly), [false, true, false]);
+        assert_eq!(tracked(Disabled), [false, false, false]);
+        assert!(Marketing.has_unsubscribe() && !Transactional.has_unsubscribe());
+        assert!(!Headless.has_unsubscribe());
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub enum KeyPurpose {
     SessionSigning,
     /// AES-256-GCM sealing of DKIM private keys at rest.
     DkimSealing,
+    /// HMAC-SHA256 of the tokens in tracking and list-page links ([`crate::link_token`]).
+    LinkSigning,
+    /// AES-256-CTR encryption of those tokens' payload, so no id is readable in a link.
+    LinkEncryption,
 }
 
 impl KeyPurpose {
@@ -27,6 +31,8 @@ impl KeyPurpose {
         match self {
             KeyPurpose::SessionSigning => (b"herald/keys/v1", b"session-signing"),
             KeyPurpose::DkimSealing => (b"herald/seal/v1", b"dkim-private-keys"),
+            KeyPurpose::LinkSigning => (b"herald/links/v1", b"link-token-mac"),
+            KeyPurpose::LinkEncryption => (b"herald/links/v1", b"link-token-cipher"),
         }
     }
 }
@@ -63,6 +69,9 @@ mod tests {
         let session = derive(secret, KeyPurpose::SessionSigning);
         let dkim = derive(secret, KeyPurpose::DkimSealing);
         assert_ne!(session, dkim);
+        let mac = derive(secret, KeyPurpose::LinkSigning);
+        let enc = derive(secret, KeyPurpose::LinkEncryption);
+        assert!(mac != enc && mac != session && enc != dkim);
         assert_ne!(&session.0[..], &secret[..32]);
         assert_eq!(session, derive(secret, KeyPurpose::SessionSigning));
         assert_ne!(

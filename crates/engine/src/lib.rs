@@ -5,6 +5,8 @@
 #![forbid(unsafe_code)]
 
 pub mod domains;
+pub mod links;
+pub mod list_pages;
 pub mod metrics;
 pub mod retention;
 pub mod secret_rotation;
@@ -38,6 +40,8 @@ pub struct EngineInner {
     pub acceptor: send::batch::Acceptor,
     /// DNS facts of recipient domains for `/v1/verify`, per domain for a few minutes.
     pub verify_cache: verify::DomainCache,
+    /// Tracking and list-page links (tokens keyed from the server secret).
+    pub links: links::MailLinks,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -71,6 +75,7 @@ impl Engine {
                 max_attempts: i32::try_from(settings.send_max_attempts).unwrap_or(i32::MAX),
             }),
             verify_cache: verify::DomainCache::default(),
+            links: links::MailLinks::new(secret, &settings.public_url),
             store,
             settings,
         })))

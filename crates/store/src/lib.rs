@@ -32,6 +32,7 @@ mod metrics;
 pub mod retention;
 mod savepoint;
 pub mod templates;
+pub mod tracking;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};

@@ -6,6 +6,7 @@
 //! nothing and says so.
 
 use herald_core::ids::{Uuid, new_id};
+use herald_core::kinds::TemplateType;
 pub use herald_core::message_status::MessageStatus;
 use herald_core::time::Millis;
 use serde_json::Value;
@@ -21,6 +22,8 @@ pub struct NewMessage<'a> {
     pub contact_id: Option<Uuid>,
     pub template_id: Option<Uuid>,
     pub source: &'a str,
+    /// The kind of mail (its template's type; TRANSACTIONAL without a template).
+    pub template_type: TemplateType,
     pub status: MessageStatus,
     pub from_email: &'a str,
     pub from_name: Option<&'a str>,
@@ -48,6 +51,9 @@ pub struct Message {
     pub template_id: Option<Uuid>,
     pub campaign_id: Option<Uuid>,
     pub source: String,
+    /// The kind of mail: decides tracking, the footer and List-Unsubscribe at delivery.
+    #[sqlx(try_from = "String")]
+    pub template_type: TemplateType,
     #[sqlx(try_from = "String")]
     pub status: MessageStatus,
     pub from_email: String,
@@ -106,14 +112,15 @@ pub struct MessageFilter {
     pub source: Option<String>,
 }
 
-const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, status, from_email, from_name, \
+const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, template_type, status, from_email, from_name, \
      reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, attempts, last_error, \
      sent_at, created_at, updated_at, body_purged_at";
 const SUMMARY: &str = "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
 
 /// Columns of an insert, in the order [`bind_new!`] binds them.
 const INSERT_COLUMNS: &str = "id, project_id, contact_id, template_id, source, status, from_email, from_name, \
-     reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, created_at, updated_at";
+     reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, created_at, updated_at, \
+     template_type";
 
 /// Binds the values of one [`NewMessage`] for [`INSERT_COLUMNS`].
 macro_rules! bind_new {
@@ -137,6 +144,7 @@ macro_rules! bind_new {
             .bind($m.message_id_header)
             .bind($m.now)
             .bind($m.now)
+            .bind($m.template_type.as_str())
     };
 }
 
@@ -146,7 +154,7 @@ pub async fn insert_many(tx: &mut Tx, all: &[NewMessage<'_>]) -> StoreResult<()>
     for chunk in all.chunks(100) {
         let q = format!(
             "INSERT INTO messages ({INSERT_COLUMNS}) VALUES {}",
-            value_rows(chunk.len(), 18, 1)
+            value_rows(chunk.len(), 19, 1)
         );
         db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));

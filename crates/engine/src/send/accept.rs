@@ -7,6 +7,7 @@
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
+use herald_core::kinds::TemplateType;
 use herald_core::template::{Escape, Template};
 use herald_core::time::Millis;
 use herald_store::blobs::{self, AttachmentRef};
@@ -18,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::merge::Merged;
 use crate::Engine;
+use crate::links::{MailLinks, PageUrls};
 
 /// Job kind of deliveries.
 pub const SEND_JOB: &str = "send";
@@ -73,9 +75,22 @@ pub enum AcceptError {
 }
 
 /// The variables of one render: the contact's data (with this request's transient values) and
-/// the built-in names of DECISIONS.md "Templates and rendering".
-pub fn render_vars(contact_id: Uuid, email: &str, data: &Map<String, Value>) -> Map<String, Value> {
+/// the built-in names of DECISIONS.md "Templates and rendering", the contact's list-page URLs
+/// included.
+pub fn render_vars(
+    contact_id: Uuid,
+    email: &str,
+    data: &Map<String, Value>,
+    pages: PageUrls,
+) -> Map<String, Value> {
     let mut vars = data.clone();
+    for (k, url) in [
+        ("unsubscribeUrl", pages.unsubscribe),
+        ("subscribeUrl", pages.subscribe),
+        ("manageUrl", pages.manage),
+    ] {
+        vars.insert(k.into(), Value::String(url));
+    }
     vars.insert("data".into(), Value::Object(data.clone()));
     for k in ["email", "svc_email"] {
         vars.insert(k.into(), Value::String(email.to_owned()));
@@ -114,6 +129,7 @@ pub(crate) struct AcceptRequest {
     from_name: Option<String>,
     reply_to: Option<String>,
     template_id: Option<Uuid>,
+    template_type: TemplateType,
     marketing: bool,
     subscribed: Option<bool>,
     data: DataPatch,
@@ -125,6 +141,8 @@ pub(crate) struct AcceptRequest {
     /// Distinct contents.
     blobs: Vec<PreparedBlob>,
     idempotency_key: Option<String>,
+    /// Makes the list-page URLs of each recipient.
+    links: MailLinks,
 }
 
 /// Decodes and hashes the attachments: (metadata array, hash per attachment, distinct blobs).
@@ -149,7 +167,7 @@ fn prepare_attachments(
 }
 
 impl AcceptRequest {
-    async fn prepare(plan: &SendPlan) -> Result<AcceptRequest, AcceptError> {
+    async fn prepare(plan: &SendPlan, links: &MailLinks) -> Result<AcceptRequest, AcceptError> {
         let bytes: usize = plan.attachments.iter().map(|a| a.content.len()).sum();
         let (attachments, attachment_shas, blobs) = if bytes > INLINE_DECODE_LIMIT {
             let items = plan.attachments.clone();
@@ -176,6 +194,10 @@ impl AcceptRequest {
             from_name: plan.message.from_name.clone(),
             reply_to: plan.message.reply_to.clone(),
             template_id: plan.message.template_id,
+            template_type: plan
+                .message
+                .template_type
+                .unwrap_or(TemplateType::Transactional),
             marketing: plan.message.skips_unsubscribed(),
             subscribed: plan.subscribed,
             data: plan.data.clone(),
@@ -184,6 +206,7 @@ impl AcceptRequest {
             attachment_shas,
             blobs,
             idempotency_key: plan.idempotency_key.clone(),
+            links: links.clone(),
         })
     }
 
@@ -230,12 +253,13 @@ impl AcceptRequest {
             )
             .await?;
             let contact = out.contact;
+            let id = new_id();
             let vars = render_vars(
                 contact.id,
                 &contact.email,
                 &self.data.render_data(&contact.data),
+                self.links.page_urls(self.project_id, contact.id, Some(id)),
             );
-            let id = new_id();
             let skipped = (self.marketing && !contact.subscribed).then_some("unsubscribed");
             for (position, sha256) in self.attachment_shas.iter().enumerate() {
                 staged.refs.push(AttachmentRef {
@@ -310,6 +334,7 @@ impl Staged<'_> {
                 contact_id: Some(m.contact_id),
                 template_id: m.req.template_id,
                 source: "transactional",
+                template_type: m.req.template_type,
                 status: if m.skipped {
                     MessageStatus::Suppressed
                 } else {
@@ -342,7 +367,7 @@ impl Engine {
     /// Accepts a send: answers once its messages and jobs are committed (with those of the
     /// other requests of the same batch).
     pub async fn accept_send(&self, plan: &SendPlan) -> Result<Vec<Accepted>, AcceptError> {
-        let req = AcceptRequest::prepare(plan).await?;
+        let req = AcceptRequest::prepare(plan, &self.links).await?;
         let accepted = self.acceptor.submit(req).await?;
         self.wake.notify_one();
         Ok(accepted)
@@ -356,7 +381,7 @@ impl Engine {
     ) -> Vec<Result<Vec<Accepted>, AcceptError>> {
         let mut prepared = Vec::with_capacity(plans.len());
         for plan in plans {
-            prepared.push(AcceptRequest::prepare(plan).await);
+            prepared.push(AcceptRequest::prepare(plan, &self.links).await);
         }
         let ready: Vec<&AcceptRequest> = prepared.iter().filter_map(|p| p.as_ref().ok()).collect();
         let mut written = self.acceptor.write_now(&ready).await.into_iter();

@@ -1,5 +1,6 @@
 //! Turns a stored message into the exact bytes handed to the transport: MIME with a text part
-//! derived from the HTML, the custom headers and attachments, DKIM-signed with the sending
+//! derived from the HTML, tracking and the unsubscribe footer and header added
+//! ([`super::decorate`]), the custom headers and attachments, DKIM-signed with the sending
 //! domain's key. CPU-bound (RSA signing); callers run it off the async threads.
 //!
 //! Attachments are read by reference: the message's metadata names each one's SHA-256 and
@@ -8,19 +9,25 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use herald_core::html_text::html_to_text;
 use herald_core::time::Millis;
 use herald_mail::dkim::DkimSigner;
 use herald_mail::mime::{Attachment, Mailbox, OutgoingMessage, build};
 use herald_store::blobs::Blob;
 use herald_store::messages::Message;
 
+use super::decorate::Decorated;
+
 /// A problem that retrying cannot fix.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ComposeError(pub String);
 
-pub fn compose(msg: &Message, signer: &DkimSigner, now: Millis) -> Result<Vec<u8>, ComposeError> {
+pub fn compose(
+    msg: &Message,
+    body: Decorated,
+    signer: &DkimSigner,
+    now: Millis,
+) -> Result<Vec<u8>, ComposeError> {
     if msg.body_purged_at.is_some() {
         return Err(ComposeError(
             "the message's body was purged by retention".into(),
@@ -61,10 +68,10 @@ pub fn compose(msg: &Message, signer: &DkimSigner, now: Millis) -> Result<Vec<u8
         },
         reply_to: msg.reply_to.clone(),
         subject: msg.subject.clone(),
-        text: html_to_text(&msg.html),
-        html: msg.html.clone(),
+        text: body.text,
+        html: body.html,
         headers,
-        list_unsubscribe: None,
+        list_unsubscribe: body.list_unsubscribe,
         attachments,
     };
     let raw = build(&out).map_err(|e| ComposeError(format!("could not build the message: {e}")))?;

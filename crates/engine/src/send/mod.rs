@@ -1,10 +1,11 @@
 //! Transactional sending: merging a request with its template (`merge`), accepting
-//! (`accept`), composing (`compose`), delivering (`worker`, with the node's lease heartbeat in
+//! (`accept`), composing (`compose`, with tracking and the unsubscribe footer from `decorate`), delivering (`worker`, with the node's lease heartbeat in
 //! `leases` and the group-commit recorder in `record`) and reading back what was sent (`raw`).
 
 pub mod accept;
 pub mod batch;
 pub mod compose;
+pub mod decorate;
 mod leases;
 pub mod merge;
 pub mod raw;

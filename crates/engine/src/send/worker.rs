@@ -25,11 +25,13 @@ use herald_mail::transport::{Envelope, Transport, TransportError};
 use herald_store::StoreResult;
 use herald_store::jobs::{self, Job};
 use herald_store::messages::{self, Message, MessageStatus};
+use herald_store::tracking::DeliveryContext;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::accept::SEND_JOB;
 use super::compose::compose;
+use super::decorate::decorate;
 use super::leases::{Leases, run_heartbeat};
 use super::record::{SentDone, record_sent, run_completer};
 use crate::Engine;
@@ -203,8 +205,12 @@ impl Worker {
         }
         // No write before the handoff: SENT, its history and the ack are recorded together
         // afterwards. The status stays PENDING (or SENDING while retrying) until then.
+        let context = engine
+            .store
+            .delivery_context(msg.project_id, msg.contact_id)
+            .await?;
         engine.throttle.acquire(msg.project_id).await;
-        let raw = match build_signed(engine, &msg).await {
+        let raw = match build_signed(engine, &msg, context).await {
             Ok(raw) => raw,
             Err(reason) => {
                 self.finish_failed(job, &msg, &reason, JobEnd::Ack).await?;
@@ -341,7 +347,11 @@ fn backoff(base: Duration, attempt: i32) -> Duration {
     capped.mul_f64(jitter)
 }
 
-async fn build_signed(engine: &Engine, msg: &Message) -> Result<Vec<u8>, String> {
+async fn build_signed(
+    engine: &Engine,
+    msg: &Message,
+    context: Option<DeliveryContext>,
+) -> Result<Vec<u8>, String> {
     let domain = msg
         .from_email
         .rsplit_once('@')
@@ -354,9 +364,13 @@ async fn build_signed(engine: &Engine, msg: &Message) -> Result<Vec<u8>, String>
     };
     let msg = msg.clone();
     let now = engine.now();
-    tokio::task::spawn_blocking(move || compose(&msg, &signer, now).map_err(|e| e.0))
-        .await
-        .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
+    let links = engine.links.clone();
+    tokio::task::spawn_blocking(move || {
+        let body = decorate(&msg, &links, context.as_ref());
+        compose(&msg, body, &signer, now).map_err(|e| e.0)
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
 }
 
 #[cfg(test)]

@@ -29,3 +29,4 @@ mod secrets;
 mod sending;
 mod templates;
 mod verify;
+mod tracking;
