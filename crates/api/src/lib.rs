@@ -46,6 +46,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::templates::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
+        .merge(routes::webhooks::router())
         .split_for_parts();
     (router, openapi::finish(doc))
 }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod domains;
+pub mod feedback;
 pub mod metrics;
 pub mod retention;
 pub mod secret_rotation;
@@ -35,6 +36,8 @@ pub struct EngineInner {
     pub wake: tokio::sync::Notify,
     /// Group-commits concurrent `/v1/send` requests.
     pub acceptor: send::batch::Acceptor,
+    /// Verifies Amazon SNS notifications (certificates, HTTP client).
+    pub sns: feedback::sns::SnsState,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -56,7 +59,9 @@ impl Engine {
             &settings.outbox_dir,
             settings.smtp_max_connections,
         )?;
+        let sns = feedback::sns::SnsState::new(settings.sns_test_certificate.as_deref())?;
         Ok(Engine(Arc::new(EngineInner {
+            sns,
             sealer: Sealer::for_dkim(secret),
             dns,
             transport,

@@ -82,6 +82,13 @@ pub struct Config {
     pub body_budget_bytes: usize,
     /// PostgreSQL: seconds a statement may run before it is cancelled (0 = no limit).
     pub database_statement_timeout_secs: f64,
+    /// Key of the generic signed feedback format of `POST /webhooks/notifications`
+    /// (`Herald-Signature`); unset refuses that format.
+    pub feedback_secret: Option<String>,
+    /// Amazon SNS topic ARNs whose notifications are accepted (empty: any topic).
+    pub sns_topic_arns: Vec<String>,
+    /// TEST ONLY: a PEM certificate the SNS verifier trusts from a loopback URL.
+    pub sns_trust_cert_pem: Option<PathBuf>,
 }
 
 /// How log lines are written.
@@ -141,6 +148,9 @@ impl Default for Config {
             password_hash_queue: 64,
             body_budget_bytes: 64 * 1024 * 1024,
             database_statement_timeout_secs: 30.0,
+            feedback_secret: None,
+            sns_topic_arns: Vec::new(),
+            sns_trust_cert_pem: None,
         }
     }
 }
@@ -292,6 +302,20 @@ impl Config {
             self.database_statement_timeout_secs =
                 float("HERALD_DATABASE_STATEMENT_TIMEOUT_SECS", v)?;
         }
+        if let Some(v) = get("HERALD_FEEDBACK_SECRET") {
+            self.feedback_secret = Some(v).filter(|s| !s.is_empty());
+        }
+        if let Some(v) = get("HERALD_SNS_TOPIC_ARNS") {
+            self.sns_topic_arns = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
+        if let Some(v) = get("HERALD_SNS_TRUST_CERT_PEM") {
+            self.sns_trust_cert_pem = Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty());
+        }
         if let Some(v) = get("HERALD_DATABASE_MAX_CONNECTIONS") {
             self.database_max_connections =
                 num("HERALD_DATABASE_MAX_CONNECTIONS", v)?.try_into()?;
@@ -390,6 +414,9 @@ impl Config {
             send_lease: secs(self.send_lease_secs.max(1.0)),
             retention_days: self.retention_days,
             clock: herald_core::clock::system(),
+            feedback_secret: self.feedback_secret.clone(),
+            sns_topic_arns: self.sns_topic_arns.clone(),
+            sns_test_certificate: self.sns_trust_cert_pem.clone(),
         }
     }
 
@@ -424,6 +451,7 @@ impl Config {
         c.smtp_url = c.smtp_url.as_deref().map(redact::url_userinfo);
         c.secret = c.secret.as_ref().map(|_| "[redacted]".to_owned());
         c.metrics_token = c.metrics_token.as_ref().map(|_| "[redacted]".to_owned());
+        c.feedback_secret = c.feedback_secret.as_ref().map(|_| "[redacted]".to_owned());
         toml::to_string_pretty(&c).unwrap_or_default()
     }
 

@@ -23,6 +23,7 @@ pub mod domains;
 mod engine_tests;
 mod error;
 pub mod events;
+pub mod feedback;
 pub mod fields;
 pub mod jobs;
 mod like;
@@ -30,6 +31,7 @@ pub mod messages;
 mod metrics;
 pub mod retention;
 mod savepoint;
+pub mod suppressions;
 pub mod templates;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
