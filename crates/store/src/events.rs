@@ -5,8 +5,8 @@
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
 use serde_json::Value;
-use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
+use sqlx::types::Json;
 
 use crate::{Store, StoreResult, Tx};
 
@@ -48,16 +48,7 @@ pub async fn insert_event(
     data: &Value,
     now: Millis,
 ) -> StoreResult<Uuid> {
-    insert_linked_event(
-        tx,
-        project_id,
-        contact_id,
-        Links::default(),
-        name,
-        data,
-        now,
-    )
-    .await
+    insert_linked_event(tx, project_id, contact_id, Links::default(), name, data, now).await
 }
 
 /// [`insert_event`] for an event caused by a message.
