@@ -168,7 +168,7 @@ impl Engine {
             ));
         }
         let topics = &self.settings.sns_topic_arns;
-        if !topics.is_empty() && !topics.iter().any(|t| *t == msg.topic_arn) {
+        if !topics.is_empty() && !topics.contains(&msg.topic_arn) {
             return Err(NotificationError::Unauthorized(format!(
                 "the SNS topic {} is not one of HERALD_SNS_TOPIC_ARNS",
                 msg.topic_arn
