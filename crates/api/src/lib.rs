@@ -48,6 +48,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::send::router())
         .merge(routes::emails::router())
         .merge(routes::verify::router())
+        .merge(routes::webhooks::router())
         .split_for_parts();
     (router, openapi::finish(doc))
 }

@@ -56,6 +56,7 @@ const PUBLIC: &[&str] = &[
     "/auth/signup",
     "/auth/login",
     "/auth/logout",
+    "/webhooks/notifications",
 ];
 
 enum Caller {

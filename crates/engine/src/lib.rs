@@ -7,6 +7,7 @@
 pub mod domains;
 pub mod links;
 pub mod list_pages;
+pub mod feedback;
 pub mod metrics;
 pub mod retention;
 pub mod secret_rotation;
@@ -42,6 +43,8 @@ pub struct EngineInner {
     pub verify_cache: verify::DomainCache,
     /// Tracking and list-page links (tokens keyed from the server secret).
     pub links: links::MailLinks,
+    /// Verifies Amazon SNS notifications (certificates, HTTP client).
+    pub sns: feedback::sns::SnsState,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -63,7 +66,9 @@ impl Engine {
             &settings.outbox_dir,
             settings.smtp_max_connections,
         )?;
+        let sns = feedback::sns::SnsState::new(settings.sns_test_certificate.as_deref())?;
         Ok(Engine(Arc::new(EngineInner {
+            sns,
             sealer: Sealer::for_dkim(secret),
             dns,
             transport,

@@ -106,6 +106,19 @@ pub fn message_failed() {
     metrics::counter!("herald_messages_total", "outcome" => "failed").increment(1);
 }
 
+/// Feedback that moved a real (not simulated) message: `delivery`, `bounce`, `complaint`.
+pub fn feedback(kind: &herald_core::feedback::FeedbackKind) {
+    use herald_core::feedback::FeedbackKind;
+    let kind = match kind {
+        FeedbackKind::Delivery => "delivery",
+        FeedbackKind::Bounce { .. } => "bounce",
+        FeedbackKind::Complaint => "complaint",
+        FeedbackKind::Open => "open",
+        FeedbackKind::Click { .. } => "click",
+    };
+    metrics::counter!("herald_feedback_total", "kind" => kind).increment(1);
+}
+
 /// An attempt failed and the message will be retried.
 pub fn message_retried() {
     metrics::counter!("herald_messages_total", "outcome" => "retried").increment(1);

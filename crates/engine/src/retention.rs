@@ -83,6 +83,19 @@ impl Engine {
             }
             tokio::time::sleep(BETWEEN_BATCHES).await;
         }
+        // Feedback receipts outlive every window in which a notification is accepted (300 s
+        // for the generic format, an hour for SNS), so a day is plenty.
+        let cutoff = self.now() - DAY_MS;
+        loop {
+            let n = self
+                .store
+                .purge_feedback_receipts(cutoff, PURGE_BATCH)
+                .await?;
+            if n < u64::from(PURGE_BATCH) {
+                break;
+            }
+            tokio::time::sleep(BETWEEN_BATCHES).await;
+        }
         Ok(report)
     }
 }

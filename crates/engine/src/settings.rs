@@ -40,6 +40,13 @@ pub struct EngineSettings {
     pub retention_days: u32,
     /// Where "now" comes from (the system clock; tests pass a test clock).
     pub clock: SharedClock,
+    /// Key of the generic signed feedback format (`Herald-Signature`); `None` refuses it (401).
+    pub feedback_secret: Option<String>,
+    /// SNS topics whose notifications are accepted (empty: any topic).
+    pub sns_topic_arns: Vec<String>,
+    /// TEST ONLY: a PEM certificate file the SNS verifier trusts when it is fetched from a
+    /// loopback `http://127.0.0.1:<port>/` URL, so tests can sign SNS messages without AWS.
+    pub sns_test_certificate: Option<PathBuf>,
 }
 
 /// Every field, the relay URL's userinfo (its credential) hidden.
@@ -67,6 +74,12 @@ impl std::fmt::Debug for EngineSettings {
             .field("send_max_attempts", &self.send_max_attempts)
             .field("send_retry_base", &self.send_retry_base)
             .field("send_lease", &self.send_lease)
+            .field(
+                "feedback_secret",
+                &self.feedback_secret.as_ref().map(|_| "[redacted]"),
+            )
+            .field("sns_topic_arns", &self.sns_topic_arns)
+            .field("sns_test_certificate", &self.sns_test_certificate)
             .finish_non_exhaustive()
     }
 }
@@ -92,6 +105,9 @@ impl EngineSettings {
             send_lease: Duration::from_secs(10),
             retention_days: 30,
             clock: herald_core::clock::system(),
+            feedback_secret: None,
+            sns_topic_arns: Vec::new(),
+            sns_test_certificate: None,
         }
     }
 }

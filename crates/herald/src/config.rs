@@ -86,6 +86,15 @@ pub struct Config {
     pub body_budget_bytes: usize,
     /// PostgreSQL: seconds a statement may run before it is cancelled (0 = no limit).
     pub database_statement_timeout_secs: f64,
+    /// Key of the generic signed feedback format of `POST /webhooks/notifications`
+    /// (`Herald-Signature`); unset refuses that format.
+    pub feedback_secret: Option<String>,
+    /// Amazon SNS topic ARNs whose notifications are accepted (empty: any topic); in the
+    /// environment a comma-separated list.
+    #[serde(deserialize_with = "list_or_commas")]
+    pub sns_topic_arns: Vec<String>,
+    /// TEST ONLY: a PEM certificate the SNS verifier trusts from a loopback URL.
+    pub sns_trust_cert_pem: Option<PathBuf>,
 }
 
 /// How log lines are written.
@@ -105,6 +114,25 @@ impl LogFormat {
             other => anyhow::bail!("log_format must be text or json, not {other:?}"),
         }
     }
+}
+
+/// A list of strings, given as a list (TOML) or as one comma-separated string (environment).
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        List(Vec<String>),
+        Commas(String),
+    }
+    Ok(match Raw::deserialize(d)? {
+        Raw::List(items) => items,
+        Raw::Commas(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 impl<'de> Deserialize<'de> for LogFormat {
@@ -152,6 +180,9 @@ impl Default for Config {
             password_hash_queue: 64,
             body_budget_bytes: 64 * 1024 * 1024,
             database_statement_timeout_secs: 30.0,
+            feedback_secret: None,
+            sns_topic_arns: Vec::new(),
+            sns_trust_cert_pem: None,
         }
     }
 }
@@ -286,6 +317,9 @@ impl Config {
             send_lease: secs(self.send_lease_secs.max(1.0)),
             retention_days: self.retention_days,
             clock: herald_core::clock::system(),
+            feedback_secret: self.feedback_secret.clone(),
+            sns_topic_arns: self.sns_topic_arns.clone(),
+            sns_test_certificate: self.sns_trust_cert_pem.clone(),
         }
     }
 
@@ -320,6 +354,7 @@ impl Config {
         c.smtp_url = c.smtp_url.as_deref().map(redact::url_userinfo);
         c.secret = c.secret.as_ref().map(|_| "[redacted]".to_owned());
         c.metrics_token = c.metrics_token.as_ref().map(|_| "[redacted]".to_owned());
+        c.feedback_secret = c.feedback_secret.as_ref().map(|_| "[redacted]".to_owned());
         toml::to_string_pretty(&c).unwrap_or_default()
     }
 
@@ -383,6 +418,7 @@ mod tests {
                 ("HERALD_DATABASE_SCHEMA", "2024"),
                 ("HERALD_SECRET", ""),
                 ("HERALD_LOG", "debug"),
+                ("HERALD_SNS_TOPIC_ARNS", "arn:a, arn:b"),
             ]),
         )
         .unwrap();
@@ -393,6 +429,7 @@ mod tests {
         assert_eq!(c.log_format, LogFormat::Json);
         assert_eq!(c.database_schema.as_deref(), Some("2024"));
         assert_eq!(c.secret, None, "empty counts as unset");
+        assert_eq!(c.sns_topic_arns, ["arn:a", "arn:b"]);
         assert_eq!(c.public_url, "http://0.0.0.0:9000");
         assert!(c.database_url.starts_with("sqlite://"));
         assert_eq!(c.spf_mechanism, "ip4:0.0.0.0");

@@ -1,5 +1,6 @@
 //! Mail infrastructure with no database: DKIM keys and signatures, sealing secrets at rest,
-//! the DNS records a sender domain needs and checking them, MIME building, and transports.
+//! the DNS records a sender domain needs and checking them, MIME building, transports, and
+//! Amazon SNS feedback messages (parsing and signature verification).
 #![forbid(unsafe_code)]
 
 pub mod dkim;
@@ -7,4 +8,5 @@ pub mod dns;
 pub mod header_text;
 pub mod mime;
 pub mod seal;
+pub mod sns;
 pub mod transport;

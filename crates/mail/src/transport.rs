@@ -5,8 +5,9 @@
 //!   DKIM-signed); nothing here rebuilds or re-encodes a message.
 //! - Errors are classified for the retry logic: [`TransportError::Transient`] (SMTP 4xx reply,
 //!   connection refused/reset/timed out, TLS failure, relay unreachable) may succeed later;
-//!   [`TransportError::Permanent`] (SMTP 5xx reply, an envelope or message the relay can never
-//!   take) will not. The string keeps the server reply, code first: `"550 5.1.1 no such user"`.
+//!   [`TransportError::Permanent`] (SMTP 5xx reply to `MAIL FROM`, an envelope or message the
+//!   relay can never take) will not; [`TransportError::Rejected`] (5xx to `RCPT TO`, `DATA` or
+//!   the end of data) is the recipient's permanent bounce. The string keeps the server reply, code first: `"550 5.1.1 no such user"`.
 //! - SMTP: at most `max_connections` connections are open to the relay at any moment (in use
 //!   or idle), enforced by a semaphore whose permit owns the connection (see
 //!   [`SmtpTransport`] for why lettre's own pool is not used). Idle connections are reused
@@ -79,6 +80,11 @@ pub enum TransportError {
     Transient(String),
     #[error("permanent: {0}")]
     Permanent(String),
+    /// The relay refused this recipient or its message with a 5xx reply to `RCPT TO`, `DATA`
+    /// or the end of data: the recipient's permanent bounce (DECISIONS.md: a 5xx at SMTP time
+    /// counts as one). A 5xx to `MAIL FROM` names the sender and stays [`Self::Permanent`].
+    #[error("rejected: {0}")]
+    Rejected(String),
 }
 
 impl TransportError {
@@ -90,7 +96,9 @@ impl TransportError {
     /// The reply or reason text.
     pub fn message(&self) -> &str {
         match self {
-            TransportError::Transient(m) | TransportError::Permanent(m) => m,
+            TransportError::Transient(m)
+            | TransportError::Permanent(m)
+            | TransportError::Rejected(m) => m,
         }
     }
 }
@@ -486,6 +494,9 @@ impl fmt::Debug for SmtpTransport {
 /// Where a failure happened: setting up the session is never the message's fault.
 enum Stage {
     Setup,
+    /// `MAIL FROM`: a refusal names the sender, not the recipient.
+    MailFrom,
+    /// `RCPT TO`, `DATA` and the message itself: a 5xx refuses this recipient's delivery.
     Send,
 }
 
@@ -594,10 +605,10 @@ impl SmtpTransport {
                 self.checkin(conn);
                 Ok(reply)
             }
-            Ok(Err(e)) => {
+            Ok(Err((stage, e))) => {
                 // As lettre's own `send` does: QUIT and close after any error.
                 conn.abort().await;
-                Err(classify(&e, Stage::Send, envelope, raw))
+                Err(classify(&e, stage, envelope, raw))
             }
             // Dropping the connection closes it: its state mid-transaction is unknown.
             Err(_) => Err(TransportError::Transient(format!(
@@ -720,7 +731,7 @@ async fn transaction(
     envelope: &LettreEnvelope,
     raw: &[u8],
     smtputf8: bool,
-) -> Result<SmtpResponse, lettre::transport::smtp::Error> {
+) -> Result<SmtpResponse, (Stage, lettre::transport::smtp::Error)> {
     let mut parameters = Vec::new();
     if smtputf8 {
         parameters.push(MailParameter::SmtpUtfEight);
@@ -728,13 +739,17 @@ async fn transaction(
     if !raw.is_ascii() {
         parameters.push(MailParameter::Body(MailBodyParameter::EightBitMime));
     }
+    let send = |e| (Stage::Send, e);
     conn.command(Mail::new(envelope.from().cloned(), parameters))
-        .await?;
+        .await
+        .map_err(|e| (Stage::MailFrom, e))?;
     for to in envelope.to() {
-        conn.command(Rcpt::new(to.clone(), Vec::new())).await?;
+        conn.command(Rcpt::new(to.clone(), Vec::new()))
+            .await
+            .map_err(send)?;
     }
-    conn.command(Data).await?;
-    conn.message(raw).await
+    conn.command(Data).await.map_err(send)?;
+    conn.message(raw).await.map_err(send)
 }
 
 /// True when an envelope address is not ASCII (after the A-label conversion, only a local
@@ -798,8 +813,9 @@ fn classify(
             .unwrap_or_default();
         let reply = reply_text(&code.to_string(), message);
         return match stage {
-            Stage::Send if e.is_permanent() => TransportError::Permanent(reply),
-            Stage::Send | Stage::Setup => TransportError::Transient(reply),
+            Stage::Send if e.is_permanent() => TransportError::Rejected(reply),
+            Stage::MailFrom if e.is_permanent() => TransportError::Permanent(reply),
+            Stage::Send | Stage::MailFrom | Stage::Setup => TransportError::Transient(reply),
         };
     }
     let text = error_chain(e);

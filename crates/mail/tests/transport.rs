@@ -125,7 +125,7 @@ async fn smtp_451_is_transient_with_reply_then_succeeds() {
 }
 
 #[tokio::test]
-async fn smtp_550_is_permanent_with_reply() {
+async fn smtp_550_to_the_message_is_a_rejection_with_reply() {
     let sink = SmtpSink::start().await.unwrap();
     let transport = smtp(&sink.url(), 2);
     sink.set_mode(SinkMode::RejectPermanent);
@@ -134,11 +134,11 @@ async fn smtp_550_is_permanent_with_reply() {
         .await
         .unwrap_err();
     match &err {
-        TransportError::Permanent(reply) => {
+        TransportError::Rejected(reply) => {
             assert!(reply.starts_with("550 5.1.1"), "{reply}");
             assert!(reply.contains("user unknown"), "{reply}");
         }
-        other => panic!("expected permanent, got {other:?}"),
+        other => panic!("expected a rejection, got {other:?}"),
     }
     assert!(sink.messages().is_empty());
     sink.stop().await;

@@ -1,5 +1,6 @@
 //! Contacts: the write path (upsert and patch with the custom-field rules and subscription
 //! events, all in the caller's transaction) and the read paths (get, keyset list, lookup).
+//! A flip to subscribed also lifts the address's suppression, in the same transaction.
 
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
@@ -214,6 +215,11 @@ async fn apply_update(
         .await?;
     });
     crate::fields::record_types(tx, project_id, change.patch, change.now).await?;
+    if flipped == Some(true) {
+        // Subscribing again lifts a suppression (DECISIONS.md "Feedback, suppression"): here,
+        // so every way of subscribing (PATCH, pages, imports, /v1/send) does it.
+        crate::suppressions::lift(tx, project_id, &contact.email).await?;
+    }
     if let Some(s) = flipped {
         let name = if s {
             SUBSCRIBED_EVENT

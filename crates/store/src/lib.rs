@@ -24,6 +24,7 @@ mod engine_tests;
 mod error;
 pub mod events;
 pub mod feed;
+pub mod feedback;
 pub mod fields;
 pub mod jobs;
 mod like;
@@ -31,6 +32,7 @@ pub mod messages;
 mod metrics;
 pub mod retention;
 mod savepoint;
+pub mod suppressions;
 pub mod templates;
 pub mod tracking;
 

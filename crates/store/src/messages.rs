@@ -40,6 +40,8 @@ pub struct NewMessage<'a> {
     pub message_id_header: &'a str,
     /// Why the message was created in its status (history detail).
     pub detail: Option<&'a str>,
+    /// A mailbox-simulator message: never handed to a transport, never counted in rates.
+    pub simulated: bool,
     pub now: Millis,
 }
 
@@ -73,6 +75,10 @@ pub struct Message {
     pub updated_at: Millis,
     /// When retention removed the body and attachments (`html` is then empty).
     pub body_purged_at: Option<Millis>,
+    /// A mailbox-simulator message (see `herald_core::feedback`).
+    pub simulated: bool,
+    /// The relay's own id from its 250 reply (what Amazon SES notifications name).
+    pub relay_message_id: Option<String>,
     /// The attachments' bytes, in order: filled by [`Store::message`] (what delivery reads),
     /// empty elsewhere.
     #[sqlx(skip)]
@@ -114,12 +120,12 @@ pub struct MessageFilter {
 
 const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, template_type, status, from_email, from_name, \
      reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, attempts, last_error, \
-     sent_at, created_at, updated_at, body_purged_at";
+     sent_at, created_at, updated_at, body_purged_at, simulated, relay_message_id";
 const SUMMARY: &str = "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
 
 /// Columns of an insert, in the order [`bind_new!`] binds them.
 const INSERT_COLUMNS: &str = "id, project_id, contact_id, template_id, source, status, from_email, from_name, \
-     reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, created_at, updated_at, \
+     reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, simulated, created_at, updated_at, \
      template_type";
 
 /// Binds the values of one [`NewMessage`] for [`INSERT_COLUMNS`].
@@ -142,6 +148,7 @@ macro_rules! bind_new {
             .bind(Json($m.headers))
             .bind(Json($m.attachments))
             .bind($m.message_id_header)
+            .bind($m.simulated)
             .bind($m.now)
             .bind($m.now)
             .bind($m.template_type.as_str())
@@ -154,7 +161,7 @@ pub async fn insert_many(tx: &mut Tx, all: &[NewMessage<'_>]) -> StoreResult<()>
     for chunk in all.chunks(100) {
         let q = format!(
             "INSERT INTO messages ({INSERT_COLUMNS}) VALUES {}",
-            value_rows(chunk.len(), 19, 1)
+            value_rows(chunk.len(), 20, 1)
         );
         db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
@@ -400,6 +407,8 @@ pub struct SentRecord<'a> {
     /// When the attempt started; recorded as the SENDING step of a first attempt.
     pub started_at: Millis,
     pub first_attempt: bool,
+    /// The relay's own id for the message, from its 250 reply, when it gave one.
+    pub relay_message_id: Option<&'a str>,
 }
 
 /// Placeholders `($a, $b, ...), (...)` for `rows` rows of `width` values, numbered from `first`.
@@ -461,6 +470,7 @@ pub async fn record_sent(
         }
         insert_sent_history(tx, &moved, now).await?;
         insert_sent_events(tx, &moved, now).await?;
+        set_relay_ids(tx, &moved).await?;
         recorded.extend(moved.iter().map(|s| s.message_id));
     }
     Ok(recorded)
@@ -520,6 +530,31 @@ async fn insert_sent_events(
             let data = serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,
                 "templateId": s.template_id.map(|t| t.to_string())});
             query = query.bind(new_id()).bind(s.message_id).bind(Json(data));
+        }
+        query.execute(&mut *conn).await?;
+    });
+    Ok(())
+}
+
+/// Keeps the relay's ids of moved messages (one statement for the group).
+async fn set_relay_ids(tx: &mut Tx, moved: &[&SentRecord<'_>]) -> StoreResult<()> {
+    let with_id: Vec<(Uuid, &str)> = moved
+        .iter()
+        .filter_map(|s| s.relay_message_id.map(|r| (s.message_id, r)))
+        .collect();
+    if with_id.is_empty() {
+        return Ok(());
+    }
+    let q = format!(
+        "WITH v(id, rid) AS (VALUES {}) \
+         UPDATE messages SET relay_message_id = (SELECT v.rid FROM v WHERE v.id = messages.id) \
+         WHERE id IN (SELECT v.id FROM v)",
+        value_rows(with_id.len(), 2, 1)
+    );
+    db_tx!(&mut *tx, |conn| {
+        let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
+        for (id, rid) in &with_id {
+            query = query.bind(*id).bind(*rid);
         }
         query.execute(&mut *conn).await?;
     });

@@ -45,6 +45,8 @@ pub struct ReceivedMail {
     /// The parameters of `MAIL FROM` after the path, upper-cased (`["BODY=8BITMIME",
     /// "SMTPUTF8"]`).
     pub mail_parameters: Vec<String>,
+    /// The id named in the 250 reply ([`SmtpSink::reply_with_queue_ids`]), if any.
+    pub queue_id: Option<String>,
 }
 
 /// How the sink answers at the end of DATA.
@@ -87,6 +89,12 @@ struct Shared {
     unreplied: AtomicUsize,
     /// Whether EHLO offers SMTPUTF8.
     smtputf8: AtomicBool,
+    /// `RCPT TO` paths refused with `550 5.1.1` (lower-cased).
+    refused_recipients: Mutex<Vec<String>>,
+    /// True: a 250 at the end of DATA names a queue id, as Amazon SES does (`250 Ok <id>`).
+    queue_ids: AtomicBool,
+    /// Queue ids handed out so far.
+    next_queue_id: AtomicUsize,
 }
 
 /// What to reply at the end of one DATA transfer.
@@ -132,6 +140,9 @@ impl SmtpSink {
             hold: watch::channel(false).0,
             unreplied: AtomicUsize::new(0),
             smtputf8: AtomicBool::new(true),
+            refused_recipients: Mutex::new(Vec::new()),
+            queue_ids: AtomicBool::new(false),
+            next_queue_id: AtomicUsize::new(0),
         });
         let server = spawn_server(listener, shared.clone());
         Ok(SmtpSink {
@@ -183,6 +194,18 @@ impl SmtpSink {
     /// Changes how the sink answers at the end of DATA, from the next message on.
     pub fn set_mode(&self, mode: SinkMode) {
         *lock(&self.shared.mode) = mode;
+    }
+
+    /// Refuses `RCPT TO:<address>` with `550 5.1.1` from now on (a recipient-level bounce at
+    /// SMTP time, as a relay that verifies recipients answers).
+    pub fn refuse_recipient(&self, address: &str) {
+        lock(&self.shared.refused_recipients).push(address.to_ascii_lowercase());
+    }
+
+    /// With `true`, each accepted message is answered `250 Ok <queue id>` (as Amazon SES
+    /// does), the id recorded in [`ReceivedMail::queue_id`].
+    pub fn reply_with_queue_ids(&self, on: bool) {
+        self.shared.queue_ids.store(on, Ordering::SeqCst);
     }
 
     /// Stops listening and closes every open connection; clients then get connection refused.
@@ -438,6 +461,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
                     Some(path) if !path.is_ascii() && !transaction.utf8 => {
                         self.writer.write_all(NEED_SMTPUTF8).await?;
                     }
+                    Some(path)
+                        if lock(&self.shared.refused_recipients)
+                            .contains(&path.to_ascii_lowercase()) =>
+                    {
+                        self.writer
+                            .write_all(b"550 5.1.1 Recipient address rejected: User unknown in virtual mailbox table\r\n")
+                            .await?;
+                    }
                     Some(path) => {
                         transaction.rcpt_to.push(path);
                         self.writer.write_all(b"250 2.1.5 Ok\r\n").await?;
@@ -549,16 +580,28 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         let data = self.read_data().await?;
         match self.shared.verdict() {
             Verdict::Accept => {
+                let queue_id = self.shared.queue_ids.load(Ordering::SeqCst).then(|| {
+                    let n = self.shared.next_queue_id.fetch_add(1, Ordering::SeqCst);
+                    format!("0100{n:012x}-sink-000000")
+                });
                 self.shared.record(ReceivedMail {
                     mail_from,
                     rcpt_to: transaction.rcpt_to,
                     data,
                     mail_parameters: transaction.mail_parameters,
+                    queue_id: queue_id.clone(),
                 });
                 self.shared.unreplied.fetch_add(1, Ordering::SeqCst);
                 self.shared.before_reply().await;
                 self.shared.unreplied.fetch_sub(1, Ordering::SeqCst);
-                self.writer.write_all(b"250 2.0.0 Ok: queued\r\n").await
+                match queue_id {
+                    Some(id) => {
+                        self.writer
+                            .write_all(format!("250 Ok {id}\r\n").as_bytes())
+                            .await
+                    }
+                    None => self.writer.write_all(b"250 2.0.0 Ok: queued\r\n").await,
+                }
             }
             Verdict::TempFail => {
                 self.writer

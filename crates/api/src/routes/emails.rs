@@ -209,6 +209,10 @@ async fn get_email(
         "campaignId": m.campaign_id.map(|c| c.to_string()),
         "attempts": m.attempts,
         "lastError": m.last_error,
+        // A mailbox-simulator message (never handed to a transport, not counted in rates).
+        "simulated": m.simulated,
+        // The relay's own id from its 250 reply (what Amazon SES notifications name).
+        "relayMessageId": m.relay_message_id,
         "createdAt": iso(m.created_at),
         "updatedAt": iso(m.updated_at),
         "sentAt": m.sent_at.map(iso),

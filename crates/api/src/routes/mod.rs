@@ -15,3 +15,4 @@ pub mod send_parse;
 pub mod templates;
 pub mod verify;
 pub mod tracking;
+pub mod webhooks;

@@ -1,10 +1,14 @@
 //! Accepting a send: per recipient, upsert the contact (custom-field rules, subscription
-//! events), render subject and body, and insert the message with its send job. The request's
+//! events), render subject and body, and insert the message with its send job. A recipient
+//! on the project's suppression list (or the simulator's `suppressionlist@`) becomes a
+//! SUPPRESSED message with no job, as does an unsubscribed contact of a MARKETING template;
+//! the request's other recipients still go. Simulator recipients are flagged `simulated`. The request's
 //! attachments are stored once (content-addressed blobs, see `herald_store::blobs`) and each
 //! message references them. The writes of concurrent requests share one transaction (group
 //! commit, see [`super::batch`]); the answer is given only once that transaction committed.
 
 use herald_core::email::EmailAddress;
+use herald_core::feedback::{SimulatedOutcome, simulated_outcome};
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::kinds::TemplateType;
@@ -13,7 +17,7 @@ use herald_core::time::Millis;
 use herald_store::blobs::{self, AttachmentRef};
 use herald_store::contacts::{ContactUpsert, upsert_contact};
 use herald_store::messages::{self, MessageStatus, NewMessage};
-use herald_store::{StoreError, StoreResult, Tx, jobs};
+use herald_store::{StoreError, StoreResult, Tx, jobs, suppressions};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -238,7 +242,7 @@ impl AcceptRequest {
         for b in &self.blobs {
             blobs::put(tx, self.project_id, &b.sha256, &b.content, now).await?;
         }
-        let mut accepted = Vec::with_capacity(self.recipients.len());
+        let mut contacts = Vec::with_capacity(self.recipients.len());
         for r in &self.recipients {
             let out = upsert_contact(
                 tx,
@@ -252,7 +256,13 @@ impl AcceptRequest {
                 },
             )
             .await?;
-            let contact = out.contact;
+            contacts.push(out.contact);
+        }
+        // Read after the upserts: a flip to subscribed in this request lifted its suppression.
+        let emails: Vec<&str> = contacts.iter().map(|c| c.email.as_str()).collect();
+        let suppressed = suppressions::suppressed_among(tx, self.project_id, &emails).await?;
+        let mut accepted = Vec::with_capacity(self.recipients.len());
+        for (r, contact) in self.recipients.iter().zip(contacts) {
             let id = new_id();
             let vars = render_vars(
                 contact.id,
@@ -260,7 +270,20 @@ impl AcceptRequest {
                 &self.data.render_data(&contact.data),
                 self.links.page_urls(self.project_id, contact.id, Some(id)),
             );
-            let skipped = (self.marketing && !contact.subscribed).then_some("unsubscribed");
+            let simulated = simulated_outcome(&contact.email);
+            let on_list = suppressed.iter().find(|(e, _)| *e == contact.email);
+            let (skipped, detail) = if simulated == Some(SimulatedOutcome::SuppressionList) {
+                let why = "mailbox simulator: the address is on the suppression list";
+                (Some("suppressed"), Some(why.to_owned()))
+            } else if let Some((_, reason)) = on_list {
+                let why = format!("the address is on the project's suppression list ({reason})");
+                (Some("suppressed"), Some(why))
+            } else if self.marketing && !contact.subscribed {
+                let why = "contact is unsubscribed from marketing mail";
+                (Some("unsubscribed"), Some(why.to_owned()))
+            } else {
+                (None, None)
+            };
             for (position, sha256) in self.attachment_shas.iter().enumerate() {
                 staged.refs.push(AttachmentRef {
                     message_id: id,
@@ -283,7 +306,8 @@ impl AcceptRequest {
                 subject: one_line(self.subject.render(&vars, Escape::None)),
                 html: self.body.render(&vars, Escape::Html),
                 message_id_header: format!("{id}@{}", self.from.domain()),
-                skipped: skipped.is_some(),
+                skip_detail: detail,
+                simulated: simulated.is_some(),
             });
             accepted.push(Accepted {
                 contact_id: contact.id,
@@ -306,7 +330,9 @@ struct StagedMessage<'a> {
     subject: String,
     html: String,
     message_id_header: String,
-    skipped: bool,
+    /// Why the message is SUPPRESSED instead of queued, if it is.
+    skip_detail: Option<String>,
+    simulated: bool,
 }
 
 /// The rows of one or more staged requests, written together.
@@ -335,7 +361,7 @@ impl Staged<'_> {
                 template_id: m.req.template_id,
                 source: "transactional",
                 template_type: m.req.template_type,
-                status: if m.skipped {
+                status: if m.skip_detail.is_some() {
                     MessageStatus::Suppressed
                 } else {
                     MessageStatus::Pending
@@ -350,9 +376,8 @@ impl Staged<'_> {
                 headers: &m.req.headers,
                 attachments: &m.req.attachments,
                 message_id_header: &m.message_id_header,
-                detail: m
-                    .skipped
-                    .then_some("contact is unsubscribed from marketing mail"),
+                detail: m.skip_detail.as_deref(),
+                simulated: m.simulated,
                 now,
             })
             .collect();

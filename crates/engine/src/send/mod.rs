@@ -10,6 +10,7 @@ mod leases;
 pub mod merge;
 pub mod raw;
 mod record;
+mod simulate;
 pub mod worker;
 
 pub use accept::{AcceptError, Accepted, AttachmentIn, Recipient, SendPlan};

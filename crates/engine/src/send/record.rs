@@ -32,6 +32,8 @@ pub(crate) struct SentDone {
     pub reply: String,
     pub started_at: Millis,
     pub first_attempt: bool,
+    /// The relay's id for the message from its 250 reply (SMTP relays that give one).
+    pub relay_message_id: Option<String>,
 }
 
 /// Records accepted deliveries in groups until every sender of `rx` is gone.
@@ -92,6 +94,7 @@ async fn record_group(engine: &Engine, batch: &[SentDone]) -> StoreResult<usize>
             reply: &d.reply,
             started_at: d.started_at,
             first_attempt: d.first_attempt,
+            relay_message_id: d.relay_message_id.as_deref(),
         })
         .collect();
     let mut tx = engine.store.begin().await?;

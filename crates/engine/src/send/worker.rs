@@ -13,9 +13,13 @@
 //!   after the relay's 250 and before that commit: its messages in flight may go out once
 //!   more. With the local outbox the file's presence makes delivery exactly-once.
 //! - Every claim counts an attempt, a re-claim after a crash included. Transient failures
-//!   (4xx, connection errors) retry with exponential backoff; permanent ones (5xx) fail the
-//!   message with the reply kept. A job claimed again past `send_max_attempts` (its workers
-//!   kept dying or losing the lease) ends FAILED with the reason and stays as a dead letter.
+//!   (4xx, connection errors) retry with exponential backoff; a 5xx refusing the recipient or
+//!   its message (`RCPT TO`, `DATA`) is a permanent bounce ([`crate::feedback::apply`]) in the
+//!   transaction of the job's ack; other permanent failures (a 5xx to `MAIL FROM`, a message
+//!   the relay can never take) fail the message with the reply kept. Mailbox-simulator
+//!   messages never reach the transport ([`super::simulate`]). A job claimed again past
+//!   `send_max_attempts` (its workers kept dying or losing the lease) ends FAILED with the
+//!   reason and stays as a dead letter.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,12 +33,15 @@ use herald_store::tracking::DeliveryContext;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
+use herald_core::feedback::{FeedbackKind, relay_message_id};
+
 use super::accept::SEND_JOB;
 use super::compose::compose;
 use super::decorate::decorate;
 use super::leases::{Leases, run_heartbeat};
 use super::record::{SentDone, record_sent, run_completer};
 use crate::Engine;
+use crate::feedback::{Feedback, apply_feedback, target_of};
 
 /// Jobs claimed per query.
 const CLAIM_BATCH: usize = 64;
@@ -195,12 +202,17 @@ impl Worker {
                 .await?;
             return Ok(false);
         }
+        if msg.simulated {
+            // The mailbox simulator: never handed to a transport.
+            super::simulate::deliver_simulated(engine, job, &msg).await?;
+            return Ok(false);
+        }
         let key = msg.id.to_string();
         if let Transport::Outbox(outbox) = &engine.transport
             && outbox.path_for(&key).is_ok_and(|p| p.exists())
         {
             let reply = "recovered: the message was already in the outbox";
-            record_sent(engine, &[self.sent_done(job, &msg, reply, now)]).await;
+            record_sent(engine, &[self.sent_done(job, &msg, reply, now, None)]).await;
             return Ok(false);
         }
         // No write before the handoff: SENT, its history and the ack are recorded together
@@ -231,7 +243,11 @@ impl Worker {
             Ok(reply) => {
                 crate::metrics::message_sent(msg.created_at, engine.now());
                 engine.throttle.reward(msg.project_id);
-                let sent = self.sent_done(job, &msg, &reply, now);
+                let relay_id = match &engine.transport {
+                    Transport::Smtp(_) => relay_message_id(&reply),
+                    Transport::Outbox(_) => None,
+                };
+                let sent = self.sent_done(job, &msg, &reply, now, relay_id);
                 if self.done.send(sent).await.is_err() {
                     tracing::error!(message = %msg.id, "the completion recorder stopped; the job will be retried");
                     return Ok(false);
@@ -240,6 +256,10 @@ impl Worker {
             }
             Err(TransportError::Permanent(reply)) => {
                 self.finish_failed(job, &msg, &reply, JobEnd::Ack).await?;
+                Ok(false)
+            }
+            Err(TransportError::Rejected(reply)) => {
+                self.finish_bounced(job, &msg, &reply).await?;
                 Ok(false)
             }
             Err(TransportError::Transient(reply)) => {
@@ -262,7 +282,14 @@ impl Worker {
             .await
     }
 
-    fn sent_done(&self, job: &Job, msg: &Message, reply: &str, started_at: Millis) -> SentDone {
+    fn sent_done(
+        &self,
+        job: &Job,
+        msg: &Message,
+        reply: &str,
+        started_at: Millis,
+        relay_message_id: Option<String>,
+    ) -> SentDone {
         SentDone {
             job_id: job.id,
             lease_token: job.lease_token,
@@ -272,7 +299,31 @@ impl Worker {
             reply: reply.to_owned(),
             started_at,
             first_attempt: msg.status == MessageStatus::Pending,
+            relay_message_id,
         }
+    }
+
+    /// The relay refused the recipient (5xx at SMTP time): the permanent-bounce path
+    /// (BOUNCED, `email.bounce`, unsubscribed, suppressed), with the job's ack in the same
+    /// transaction, if the lease is still ours.
+    async fn finish_bounced(&self, job: &Job, msg: &Message, reply: &str) -> StoreResult<()> {
+        let now = self.engine.now();
+        let mut tx = self.engine.store.begin().await?;
+        if !jobs::complete(&mut tx, job.id, job.lease_token).await? {
+            tracing::warn!(job = %job.id, "lease lost; the bounce is not recorded");
+            return Ok(());
+        }
+        if msg.status == MessageStatus::Pending {
+            messages::add_history(&mut tx, msg.id, MessageStatus::Sending, None, now).await?;
+        }
+        let fb = Feedback {
+            kind: FeedbackKind::Bounce { permanent: true },
+            detail: Some(reply),
+            source: "SMTP",
+            attempt: true,
+        };
+        apply_feedback(&mut tx, &target_of(msg), &fb, now).await?;
+        tx.commit().await
     }
 
     /// A transient failure: another attempt later, or FAILED at the attempt limit.

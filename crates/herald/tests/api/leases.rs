@@ -49,6 +49,7 @@ async fn queued_message(app: &TestApp, max_attempts: i32, now: Millis) -> (Uuid,
             attachments: &json!([]),
             message_id_header: "x@acme-mail.com",
             detail: None,
+            simulated: false,
             now,
         },
     )
@@ -132,6 +133,7 @@ fn sent_record(job: Uuid, token: Uuid, message: Uuid, now: Millis) -> SentRecord
         reply: "250 ok",
         started_at: now,
         first_attempt: true,
+        relay_message_id: None,
     }
 }
 

@@ -14,6 +14,8 @@ mod cross_site;
 mod domains;
 mod edge;
 mod errors;
+mod feedback;
+mod feedback_sns;
 mod fields;
 mod header_rules;
 mod international;

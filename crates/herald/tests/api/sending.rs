@@ -25,7 +25,7 @@ both_engines!(
     send_carries_attachments_and_limits_them,
     send_applies_subscription_rules,
     transient_refusal_is_retried_and_delivered_once,
-    permanent_refusal_fails_the_message_with_the_reply,
+    permanent_refusal_bounces_the_message_with_the_reply,
     relay_down_is_retried_until_it_returns,
     throttle_spaces_a_projects_sends,
     send_uses_a_template_with_overrides,
@@ -380,13 +380,14 @@ async fn transient_refusal_is_retried_and_delivered_once(engine: Engine) {
     assert_eq!(w.sink.attempts(), 2);
 }
 
-async fn permanent_refusal_fails_the_message_with_the_reply(engine: Engine) {
+/// A 5xx to the message is a permanent bounce (feedback.rs tests the rest of that path).
+async fn permanent_refusal_bounces_the_message_with_the_reply(engine: Engine) {
     let w = mail_world(engine, |_| {}).await;
     w.sink.set_mode(SinkMode::RejectPermanent);
     let body = json!({"to": "gone@example.org", "from": format!("x@{DOMAIN}"), "subject": "S", "body": "B"});
     let answer = expect_json(send(&w, &body).await, 200).await;
     let id = &message_ids(&answer)[0];
-    let m = wait_status(&w.app, &w.project.secret_key, id, &["FAILED"], WAIT).await;
+    let m = wait_status(&w.app, &w.project.secret_key, id, &["BOUNCED"], WAIT).await;
     assert!(m["lastError"].as_str().unwrap().contains("550"), "{m}");
     assert_eq!(m["attempts"], 1, "a permanent refusal is not retried");
     assert_eq!(w.sink.attempts(), 1);
