@@ -52,18 +52,6 @@ pub async fn claim_receipt(
     Ok(n == 1)
 }
 
-/// Whether the message already has an event of this name (the first open or click only).
-pub async fn message_has_event(tx: &mut Tx, message_id: Uuid, name: &str) -> StoreResult<bool> {
-    let found: Option<(Uuid,)> = db_tx!(tx, |conn| {
-        sqlx::query_as("SELECT id FROM events WHERE message_id = $1 AND name = $2 LIMIT 1")
-            .bind(message_id)
-            .bind(name)
-            .fetch_optional(&mut *conn)
-            .await?
-    });
-    Ok(found.is_some())
-}
-
 /// Re-reads a target inside a transaction (its status may have moved since it was found).
 pub async fn target_in(tx: &mut Tx, id: Uuid) -> StoreResult<Option<FeedbackTarget>> {
     let q = format!("SELECT {TARGET} FROM messages WHERE id = $1");

@@ -76,7 +76,10 @@ async fn advance(
     Ok(())
 }
 
-async fn open_in(
+/// Records the first open of a message inside `tx`; false when it was opened before (or never
+/// went out, or is not the project's). The one open rule: the pixel, a click and the feedback
+/// webhook all come here.
+pub async fn open_in(
     tx: &mut Tx,
     project_id: Uuid,
     message_id: Uuid,
@@ -92,6 +95,49 @@ async fn open_in(
     let data = json!({ "messageId": message_id.to_string() });
     insert_linked_event(tx, project_id, contact_id, links, OPEN_EVENT, &data, now).await?;
     Ok(true)
+}
+
+/// What [`click_in`] recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClickOutcome {
+    /// The open it implied (the message had none yet).
+    pub opened: bool,
+    /// The first click.
+    pub clicked: bool,
+}
+
+impl ClickOutcome {
+    pub fn any(self) -> bool {
+        self.opened || self.clicked
+    }
+}
+
+/// Records the first click of a message inside `tx`, and its open if none yet. The one click
+/// rule: the redirect and the feedback webhook both come here.
+pub async fn click_in(
+    tx: &mut Tx,
+    project_id: Uuid,
+    message_id: Uuid,
+    url: &str,
+    now: Millis,
+) -> StoreResult<ClickOutcome> {
+    let opened = open_in(tx, project_id, message_id, now).await?;
+    let Some((contact_id, campaign_id)) =
+        claim(tx, "clicked_at", project_id, message_id, now).await?
+    else {
+        return Ok(ClickOutcome {
+            opened,
+            clicked: false,
+        });
+    };
+    advance(tx, message_id, MessageStatus::Clicked, now).await?;
+    let links = Links::message(message_id, campaign_id);
+    let data = json!({ "messageId": message_id.to_string(), "url": url });
+    insert_linked_event(tx, project_id, contact_id, links, CLICK_EVENT, &data, now).await?;
+    Ok(ClickOutcome {
+        opened,
+        clicked: true,
+    })
 }
 
 impl Store {
@@ -121,30 +167,11 @@ impl Store {
         now: Millis,
     ) -> StoreResult<bool> {
         let mut tx = self.begin().await?;
-        let opened = open_in(&mut tx, project_id, message_id, now).await?;
-        let Some((contact_id, campaign_id)) =
-            claim(&mut tx, "clicked_at", project_id, message_id, now).await?
-        else {
-            if opened {
-                tx.commit().await?;
-            }
-            return Ok(false);
-        };
-        advance(&mut tx, message_id, MessageStatus::Clicked, now).await?;
-        let links = Links::message(message_id, campaign_id);
-        let data = json!({ "messageId": message_id.to_string(), "url": url });
-        insert_linked_event(
-            &mut tx,
-            project_id,
-            contact_id,
-            links,
-            CLICK_EVENT,
-            &data,
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+        let changed = click_in(&mut tx, project_id, message_id, url, now).await?;
+        if changed.any() {
+            tx.commit().await?;
+        }
+        Ok(changed.clicked)
     }
 
     /// The project's tracking mode and language and the contact's `locale`; `None` when the

@@ -9,15 +9,17 @@
 //!   `bounce`). Complaint: the same with COMPLAINED, `email.complaint`, reason `complaint`.
 //!   Simulated messages change the contact the same way but never suppress the address.
 //! - Transient bounce: one history entry (in the message's current status), nothing else.
-//! - Delivery: DELIVERED and `email.delivery`. Open: OPENED and the first `email.open`. Click:
-//!   CLICKED, the first `email.click {url}`, and an `email.open` if there was none.
+//! - Delivery: DELIVERED and `email.delivery`. Open and click go through the tracking rule of
+//!   the pixel and the redirect (`herald_store::tracking`): the first of each is recorded once,
+//!   a click implies an open.
 
 use herald_core::feedback::FeedbackKind;
 use herald_core::fields::DataPatch;
 use herald_core::time::Millis;
 use herald_store::contacts::{ContactUpdate, update_contact};
 use herald_store::events::{Links, insert_linked_event};
-use herald_store::feedback::{FeedbackTarget, message_has_event};
+use herald_store::feedback::FeedbackTarget;
+use herald_store::tracking;
 use herald_store::messages;
 use herald_store::{StoreError, StoreResult, Tx, suppressions};
 use serde_json::{Value, json};
@@ -41,6 +43,17 @@ pub async fn apply_feedback(
     fb: &Feedback<'_>,
     now: Millis,
 ) -> StoreResult<bool> {
+    // Engagement has one rule, shared with the pixel and the redirect.
+    match &fb.kind {
+        FeedbackKind::Open => {
+            return tracking::open_in(tx, target.project_id, target.id, now).await;
+        }
+        FeedbackKind::Click { url } => {
+            let out = tracking::click_in(tx, target.project_id, target.id, url, now).await?;
+            return Ok(out.any());
+        }
+        _ => {}
+    }
     let detail = describe(fb);
     let Some(status) = fb.kind.status() else {
         // A transient bounce: the relay keeps trying; only the history says so.
@@ -55,13 +68,6 @@ pub async fn apply_feedback(
     }
     let mut changed = moved;
     match &fb.kind {
-        FeedbackKind::Open => {
-            changed |= first_event(tx, target, "email.open", json!({}), now).await?;
-        }
-        FeedbackKind::Click { url } => {
-            changed |= first_event(tx, target, "email.open", json!({}), now).await?;
-            changed |= first_event(tx, target, "email.click", json!({ "url": url }), now).await?;
-        }
         kind if moved => {
             if let Some(name) = kind.event() {
                 let mut data = json!({});
@@ -112,21 +118,6 @@ fn describe(fb: &Feedback<'_>) -> String {
         Some(d) if !d.is_empty() => format!("{what} ({}): {d}", fb.source),
         _ => format!("{what} ({})", fb.source),
     }
-}
-
-/// Records `name` unless the message has one already; true when recorded.
-async fn first_event(
-    tx: &mut Tx,
-    target: &FeedbackTarget,
-    name: &str,
-    data: Value,
-    now: Millis,
-) -> StoreResult<bool> {
-    if message_has_event(tx, target.id, name).await? {
-        return Ok(false);
-    }
-    event(tx, target, name, data, now).await?;
-    Ok(true)
 }
 
 async fn event(
