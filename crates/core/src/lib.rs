@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod email;
+pub mod events;
 pub mod fields;
 pub mod headers;
 pub mod html_text;

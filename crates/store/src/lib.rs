@@ -31,6 +31,7 @@ mod metrics;
 pub mod retention;
 mod savepoint;
 pub mod templates;
+pub mod tracked;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};
