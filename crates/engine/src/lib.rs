@@ -11,6 +11,7 @@ pub mod secret_rotation;
 pub mod send;
 pub mod settings;
 pub mod throttle;
+pub mod track;
 
 use std::sync::Arc;
 
@@ -33,7 +34,7 @@ pub struct EngineInner {
     pub throttle: throttle::Throttle,
     /// Wakes the delivery worker when a send is queued on this node.
     pub wake: tokio::sync::Notify,
-    /// Group-commits concurrent `/v1/send` requests.
+    /// Group-commits concurrent `/v1/send` and `/v1/track` requests.
     pub acceptor: send::batch::Acceptor,
 }
 
