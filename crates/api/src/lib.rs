@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod body_budget;
+pub mod cors;
 pub mod envelope;
 pub mod error;
 pub mod extract;
@@ -46,6 +47,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::templates::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
+        .merge(routes::track::router())
         .split_for_parts();
     (router, openapi::finish(doc))
 }
@@ -77,6 +79,8 @@ pub fn router(state: AppState) -> Router {
     .layer(DefaultBodyLimit::max(max_body))
     .layer(CatchPanicLayer::custom(envelope::panic_response))
     .layer(middleware::from_fn(metrics::track_requests))
+    // Inside the envelope (X-Request-Id on preflights too), outside authentication.
+    .layer(middleware::from_fn(cors::track_cors))
     .layer(middleware::from_fn(envelope::envelope))
     .with_state(state)
 }

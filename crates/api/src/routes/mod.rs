@@ -12,3 +12,4 @@ pub mod send;
 pub mod send_attachments;
 pub mod send_parse;
 pub mod templates;
+pub mod track;
