@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod body_budget;
+pub mod cors;
 pub mod envelope;
 pub mod error;
 pub mod extract;
@@ -49,6 +50,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::emails::router())
         .merge(routes::verify::router())
         .merge(routes::webhooks::router())
+        .merge(routes::track::router())
         .split_for_parts();
     (router, openapi::finish(doc))
 }
@@ -92,6 +94,8 @@ pub fn router(state: AppState) -> Router {
     .layer(DefaultBodyLimit::max(max_body))
     .layer(CatchPanicLayer::custom(envelope::panic_response))
     .layer(middleware::from_fn(metrics::track_requests))
+    // Inside the envelope (X-Request-Id on preflights too), outside authentication.
+    .layer(middleware::from_fn(cors::track_cors))
     .layer(middleware::from_fn(envelope::envelope))
     .with_state(state)
 }

@@ -63,10 +63,14 @@ enum Caller {
     Anyone,
     User,
     Project,
+    /// `/v1/track`: the public key too.
+    AnyKey,
 }
 
 fn caller(path: &str) -> Caller {
-    if PUBLIC.contains(&path) {
+    if path == crate::cors::TRACK_PATH {
+        Caller::AnyKey
+    } else if PUBLIC.contains(&path) {
         Caller::Anyone
     } else if path.starts_with("/users/") {
         Caller::User
@@ -96,6 +100,8 @@ pub fn complete(doc: &mut Value) {
     let schemes = json!({
         "secretKey": {"type": "http", "scheme": "bearer",
             "description": "The project's secret key (`sk_...`)."},
+        "publicKey": {"type": "http", "scheme": "bearer",
+            "description": "The project's public key (`pk_...`): `POST /v1/track` only."},
         "session": {"type": "apiKey", "in": "cookie", "name": crate::auth::session::COOKIE_NAME,
             "description": "The dashboard session set by /auth/login or /auth/signup."},
         "projectId": {"type": "apiKey", "in": "header", "name": "X-Project-Id",
@@ -134,7 +140,7 @@ fn complete_operation(path: &str, method: &str, op: &mut Map<String, Value>) {
     match who {
         Caller::Anyone => {}
         Caller::User => added.push(401),
-        Caller::Project => {
+        Caller::Project | Caller::AnyKey => {
             added.push(401);
             if method != "get" {
                 added.push(403);
@@ -154,6 +160,9 @@ fn complete_operation(path: &str, method: &str, op: &mut Map<String, Value>) {
         Caller::Anyone => json!([]),
         Caller::User => json!([{"session": []}]),
         Caller::Project => json!([{"secretKey": []}, {"session": [], "projectId": []}]),
+        Caller::AnyKey => {
+            json!([{"publicKey": []}, {"secretKey": []}, {"session": [], "projectId": []}])
+        }
     };
     op.insert("security".into(), security);
     let responses = op

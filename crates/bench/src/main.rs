@@ -1,7 +1,7 @@
 //! Load benchmarks against a real Herald server started in-process on port 0.
 //!
 //! ```text
-//! cargo run --release -p herald-bench -- contacts|send|memory [--count N] [--concurrency 32]
+//! cargo run --release -p herald-bench -- contacts|send|memory|track [--count N] [--concurrency 32]
 //!     [--database-url postgres://user@host/db]
 //! ```
 //!
@@ -16,6 +16,9 @@
 //! `send --concurrent` measures acceptance alone with `concurrency` clients: workers off, then
 //! with the workers delivering to the local outbox at the same time.
 //!
+//! `track` measures `POST /v1/track` with a new contact every request (public key,
+//! `concurrency` in flight): accepted/s and the clients' p50/p99 latency.
+//!
 //! `memory` prints the RSS through a 128-way login flood and through `count` (default 2,000)
 //! `/v1/send` requests with a 5 MB attachment at `concurrency` (default 16) in flight, and
 //! 30 s after each. `--no-default-features` builds it with the system allocator.
@@ -26,10 +29,11 @@ mod memory;
 mod send;
 mod server;
 mod signing;
+mod track;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track [--count N] [--concurrency N] [--fields N] \
      [--concurrent] [--database-url postgres://...]";
 
 #[derive(Debug)]
@@ -46,13 +50,13 @@ pub struct Options {
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
     let bench = match args.next().as_deref() {
-        Some(b @ ("contacts" | "send" | "memory")) => b.to_owned(),
+        Some(b @ ("contacts" | "send" | "memory" | "track")) => b.to_owned(),
         Some("-h" | "--help") | None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
     };
     let mut opts = Options {
         count: match bench.as_str() {
-            "send" => 20_000,
+            "send" | "track" => 20_000,
             "memory" => 2_000,
             _ => 100_000,
         },
@@ -113,6 +117,14 @@ async fn main() -> anyhow::Result<()> {
         }
         "memory" => {
             memory::run(&memory::MemoryOptions {
+                count: opts.count,
+                concurrency: opts.concurrency,
+                database_url: opts.database_url.clone(),
+            })
+            .await
+        }
+        "track" => {
+            track::run(&track::TrackOptions {
                 count: opts.count,
                 concurrency: opts.concurrency,
                 database_url: opts.database_url.clone(),

@@ -116,6 +116,11 @@ impl Server {
 
 /// Signs up a user and creates a project; returns its secret key.
 pub async fn project_key(server: &Server) -> anyhow::Result<String> {
+    Ok(project_keys(server).await?.1)
+}
+
+/// Signs up a user and creates a project; returns its (public, secret) keys.
+pub async fn project_keys(server: &Server) -> anyhow::Result<(String, String)> {
     let session = Client::builder().cookie_store(true).build()?;
     let email = format!("bench-{}@example.com", uuid::Uuid::new_v4().simple());
     let res = session
@@ -130,10 +135,13 @@ pub async fn project_key(server: &Server) -> anyhow::Result<String> {
         .send()
         .await?;
     let project = expect_status(res, StatusCode::CREATED, "POST /users/@me/projects").await?;
-    project["secretKey"]
-        .as_str()
-        .map(str::to_owned)
-        .context("the project has no secretKey")
+    let key = |name: &str| {
+        project[name]
+            .as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("the project has no {name}"))
+    };
+    Ok((key("publicKey")?, key("secretKey")?))
 }
 
 /// The JSON body of a response with the expected status, or an error showing the body.

@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod email;
 pub mod feedback;
+pub mod events;
 pub mod fields;
 pub mod headers;
 pub mod html_text;

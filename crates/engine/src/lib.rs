@@ -15,6 +15,7 @@ pub mod send;
 pub mod settings;
 pub mod throttle;
 pub mod verify;
+pub mod track;
 
 use std::sync::Arc;
 
@@ -37,7 +38,7 @@ pub struct EngineInner {
     pub throttle: throttle::Throttle,
     /// Wakes the delivery worker when a send is queued on this node.
     pub wake: tokio::sync::Notify,
-    /// Group-commits concurrent `/v1/send` requests.
+    /// Group-commits concurrent `/v1/send` and `/v1/track` requests.
     pub acceptor: send::batch::Acceptor,
     /// DNS facts of recipient domains for `/v1/verify`, per domain for a few minutes.
     pub verify_cache: verify::DomainCache,

@@ -74,8 +74,8 @@ pub struct ContactUpdate<'a> {
 }
 
 /// Event names of subscription flips.
-pub const SUBSCRIBED_EVENT: &str = "contact.subscribed";
-pub const UNSUBSCRIBED_EVENT: &str = "contact.unsubscribed";
+pub const SUBSCRIBED_EVENT: &str = herald_core::events::SUBSCRIBED;
+pub const UNSUBSCRIBED_EVENT: &str = herald_core::events::UNSUBSCRIBED;
 
 /// Upserts inside `tx`: merges data, records field types, and records `contact.subscribed` /
 /// `contact.unsubscribed` when an existing contact's state flips.

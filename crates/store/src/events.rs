@@ -1,6 +1,7 @@
 //! Events recorded for contacts: system events (`contact.subscribed`, `email.*`) and tracked
 //! ones. Written in the transaction of the change that caused them. An event may name the
-//! message (and campaign) that caused it ([`Links`]), which the activity feed shows.
+//! message (and campaign) that caused it ([`Links`]), which the activity feed shows. Tracked
+//! events are written and read by [`crate::tracked`].
 
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
@@ -19,6 +20,8 @@ pub struct Event {
     pub name: String,
     pub data: Json<Value>,
     pub created_at: Millis,
+    /// Recorded through `/v1/track` (false for system events).
+    pub tracked: bool,
 }
 
 /// What caused an event, when it was a message (and maybe a campaign).
@@ -38,7 +41,8 @@ impl Links {
 }
 
 /// The columns every event read selects (matching [`Event`]).
-pub const EVENT_COLUMNS: &str = "id, contact_id, message_id, campaign_id, name, data, created_at";
+pub const EVENT_COLUMNS: &str =
+    "id, contact_id, message_id, campaign_id, name, data, created_at, tracked";
 
 pub async fn insert_event(
     tx: &mut Tx,

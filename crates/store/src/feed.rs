@@ -5,11 +5,8 @@
 //! Invariants:
 //! - Both tables have UUID v7 ids, so one keyset over `id` pages through both in order; each
 //!   branch is limited before the union, so a page reads at most `2 * (limit + 1)` rows.
-//! - A feed entry's `type` is the event's name for a system event, `event` for a tracked one,
-//!   and the entry's kind for a project entry. Whether an event name is a system name is
-//!   decided in SQL by [`system_event_sql`], the twin of `herald_core::events` reserved-name
-//!   rule (tracked names that look like system names are refused at `/v1/track`, so the
-//!   two never disagree on stored rows).
+//! - A feed entry's `type` is the event's name for a system event, `event` for a tracked one
+//!   (the `tracked` column, set by `/v1/track`), and the entry's kind for a project entry.
 //! - Counts over time windows use `created_at` (the `Clock`'s time), through the index
 //!   `events_project_created`.
 
@@ -59,24 +56,8 @@ pub struct FeedPage {
     pub has_more: bool,
 }
 
-/// SQL true when the event row `alias` has a system name (case-sensitive on both engines).
-pub fn system_event_sql(dialect: Dialect, alias: &str) -> String {
-    let n = format!("{alias}.name");
-    let (like, any) = match dialect {
-        Dialect::Sqlite => ("GLOB", "*"),
-        Dialect::Postgres => ("LIKE", "%"),
-    };
-    format!(
-        "({n} {like} 'email.{any}' OR {n} IN ('contact.subscribed', 'contact.unsubscribed') \
-         OR {n} {like} 'segment.{any}.entry' OR {n} {like} 'segment.{any}.exit')"
-    )
-}
-
-fn type_sql(dialect: Dialect) -> String {
-    format!(
-        "CASE WHEN {} THEN e.name ELSE '{TRACKED_TYPE}' END",
-        system_event_sql(dialect, "e")
-    )
+fn type_sql() -> String {
+    format!("CASE WHEN e.tracked THEN '{TRACKED_TYPE}' ELSE e.name END")
 }
 
 /// Which of the two tables a filter can match.
@@ -127,10 +108,10 @@ impl Store {
         if with_events {
             let mut cond = format!("e.project_id = $1{}", cursor("e.id"));
             if filter.kind == Some(TRACKED_TYPE) {
-                cond += &format!(" AND NOT {}", system_event_sql(dialect, "e"));
+                cond += " AND e.tracked";
             }
             if let Some(p) = &kind_p {
-                cond += &format!(" AND e.name = {p}");
+                cond += &format!(" AND e.name = {p} AND NOT e.tracked");
             }
             if let Some(p) = &contact_p {
                 cond += &format!(" AND e.contact_id = {p}");
@@ -140,7 +121,7 @@ impl Store {
                  e.campaign_id, e.name, e.data, e.created_at \
                  FROM events e LEFT JOIN contacts c ON c.id = e.contact_id \
                  WHERE {cond} ORDER BY e.id DESC LIMIT {take}) ev",
-                ty = type_sql(dialect)
+                ty = type_sql()
             ));
         }
         if with_project {
@@ -189,7 +170,7 @@ impl Store {
              GROUP BY 1 UNION ALL \
              SELECT a.kind, COUNT(*) FROM activity a WHERE a.project_id = $1 AND a.created_at >= $2 \
              GROUP BY 1",
-            ty = type_sql(self.dialect())
+            ty = type_sql()
         );
         let rows: Vec<(String, i64)> = db_read!(self, |pool| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))
@@ -215,7 +196,7 @@ impl Store {
         let q = format!(
             "SELECT DISTINCT {ty} FROM events e WHERE e.project_id = $1 \
              UNION SELECT DISTINCT a.kind FROM activity a WHERE a.project_id = $1",
-            ty = type_sql(self.dialect())
+            ty = type_sql()
         );
         let rows: Vec<(String,)> = db_read!(self, |pool| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))

@@ -35,6 +35,7 @@ mod savepoint;
 pub mod suppressions;
 pub mod templates;
 pub mod tracking;
+pub mod tracked;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};

@@ -16,3 +16,4 @@ pub mod templates;
 pub mod verify;
 pub mod tracking;
 pub mod webhooks;
+pub mod track;

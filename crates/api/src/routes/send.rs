@@ -89,7 +89,8 @@ pub struct SendResponse {
     pub data: SendData,
 }
 
-fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+/// The optional `Idempotency-Key` header of `/v1/send` and `/v1/track`.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     let Some(v) = headers.get("idempotency-key") else {
         return Ok(None);
     };
@@ -105,6 +106,19 @@ fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
             "Idempotency-Key must be 1 to 255 printable ASCII characters",
             "invalid_header",
         )),
+    }
+}
+
+/// The answer to a refused acceptance (`/v1/send`, `/v1/track`).
+pub(crate) fn accept_error(e: AcceptError) -> ApiError {
+    match e {
+        AcceptError::IdempotencyKeyReused => ApiError::new(
+            StatusCode::CONFLICT,
+            "IDEMPOTENCY_KEY_REUSED",
+            e.to_string(),
+        )
+        .with_suggestion("Use a new Idempotency-Key for a new request"),
+        AcceptError::Store(s) => s.into(),
     }
 }
 
@@ -214,15 +228,11 @@ async fn send(
         attachments,
         idempotency_key,
     };
-    let accepted = state.engine.accept_send(&plan).await.map_err(|e| match e {
-        AcceptError::IdempotencyKeyReused => ApiError::new(
-            StatusCode::CONFLICT,
-            "IDEMPOTENCY_KEY_REUSED",
-            e.to_string(),
-        )
-        .with_suggestion("Use a new Idempotency-Key for a new send"),
-        AcceptError::Store(s) => s.into(),
-    })?;
+    let accepted = state
+        .engine
+        .accept_send(&plan)
+        .await
+        .map_err(accept_error)?;
     let emails = accepted
         .into_iter()
         .map(|a| SentEmail {

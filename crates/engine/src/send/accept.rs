@@ -21,6 +21,7 @@ use herald_store::{StoreError, StoreResult, Tx, jobs, suppressions};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::batch::{Done, Work};
 use super::merge::Merged;
 use crate::Engine;
 use crate::links::{MailLinks, PageUrls};
@@ -406,19 +407,26 @@ impl Engine {
     ) -> Vec<Result<Vec<Accepted>, AcceptError>> {
         let mut prepared = Vec::with_capacity(plans.len());
         for plan in plans {
-            prepared.push(AcceptRequest::prepare(plan, &self.links).await);
+            prepared.push(
+                AcceptRequest::prepare(plan, &self.links)
+                    .await
+                    .map(|r| Work::Send(Box::new(r))),
+            );
         }
-        let ready: Vec<&AcceptRequest> = prepared.iter().filter_map(|p| p.as_ref().ok()).collect();
+        let ready: Vec<&Work> = prepared.iter().filter_map(|p| p.as_ref().ok()).collect();
         let mut written = self.acceptor.write_now(&ready).await.into_iter();
         self.wake.notify_one();
         prepared
             .into_iter()
             .map(|p| match p {
-                Ok(_) => written.next().unwrap_or_else(|| {
-                    Err(AcceptError::Store(StoreError::Other(anyhow::anyhow!(
+                Ok(_) => match written.next() {
+                    Some(Ok(Done::Sent(accepted))) => Ok(accepted),
+                    Some(Err(e)) => Err(e),
+                    Some(Ok(Done::Tracked(_))) => Err(super::batch::mismatch()),
+                    None => Err(AcceptError::Store(StoreError::Other(anyhow::anyhow!(
                         "no answer"
-                    ))))
-                }),
+                    )))),
+                },
                 Err(e) => Err(e),
             })
             .collect()

@@ -1,6 +1,8 @@
-//! Acceptance by group commit: concurrent `/v1/send` requests share one write transaction.
+//! Acceptance by group commit: concurrent `/v1/send` and `/v1/track` requests share one write
+//! transaction.
 //!
-//! Requests are handed to one batcher task. It takes the first waiting request and every
+//! Requests (a [`Work`]: a send, or a tracked event of [`crate::track`]) are handed to one
+//! batcher task. It takes the first waiting request and every
 //! other request already waiting (at most [`MAX_REQUESTS`] requests, [`MAX_RECIPIENTS`]
 //! recipients, [`MAX_BLOB_BYTES`] of attachments), writes them in one transaction and commits
 //! once. There is no timer: a request arriving alone is written at once, and requests that
@@ -23,6 +25,7 @@ use herald_store::{Store, StoreError, Tx};
 use tokio::sync::{mpsc, oneshot};
 
 use super::accept::{AcceptError, AcceptRequest, Accepted, Staged};
+use crate::track::{TrackPlan, TrackRows, Tracked};
 
 /// Most requests in one transaction.
 pub const MAX_REQUESTS: usize = 256;
@@ -31,10 +34,70 @@ pub const MAX_RECIPIENTS: usize = 1024;
 /// Most attachment bytes in one transaction, so one batch never holds the writer for long.
 pub const MAX_BLOB_BYTES: usize = 16 * 1024 * 1024;
 
-pub(crate) type Answer = Result<Vec<Accepted>, AcceptError>;
+/// One request of a batch.
+pub(crate) enum Work {
+    /// Boxed: a send is larger than a track, and both travel through the same queue.
+    Send(Box<AcceptRequest>),
+    Track(TrackPlan),
+}
+
+/// What a written request answers.
+#[derive(Debug)]
+pub(crate) enum Done {
+    Sent(Vec<Accepted>),
+    Tracked(Tracked),
+}
+
+pub(crate) type Answer = Result<Done, AcceptError>;
+
+impl Work {
+    /// Recipients (messages) this request writes.
+    fn recipients(&self) -> usize {
+        match self {
+            Work::Send(r) => r.recipients.len(),
+            Work::Track(_) => 1,
+        }
+    }
+
+    /// Attachment bytes this request writes.
+    fn blob_bytes(&self) -> usize {
+        match self {
+            Work::Send(r) => r.blob_bytes(),
+            Work::Track(_) => 0,
+        }
+    }
+}
+
+/// The rows of a batch's requests, written together by [`Rows::flush`].
+#[derive(Default)]
+struct Rows<'a> {
+    sends: Staged<'a>,
+    tracks: TrackRows,
+}
+
+impl<'a> Rows<'a> {
+    async fn stage(&mut self, work: &'a Work, tx: &mut Tx, now: i64) -> Answer {
+        match work {
+            Work::Send(r) => r.stage(tx, &mut self.sends, now).await.map(Done::Sent),
+            Work::Track(t) => t.stage(tx, &mut self.tracks, now).await.map(Done::Tracked),
+        }
+    }
+
+    async fn flush(&self, tx: &mut Tx, max_attempts: i32, now: i64) -> Result<(), StoreError> {
+        self.sends.flush(tx, max_attempts, now).await?;
+        self.tracks.flush(tx, max_attempts, now).await
+    }
+}
+
+/// The answer of a different kind than the request (a bug, never expected).
+pub(crate) fn mismatch() -> AcceptError {
+    AcceptError::Store(StoreError::Other(anyhow::anyhow!(
+        "the acceptance batcher answered a different kind of request"
+    )))
+}
 
 struct Pending {
-    req: AcceptRequest,
+    req: Work,
     reply: oneshot::Sender<Answer>,
 }
 
@@ -79,12 +142,20 @@ impl Acceptor {
 
     /// Writes `reqs` as one batch, bypassing the queue (what the batcher does with requests
     /// that arrive together).
-    pub(crate) async fn write_now(&self, reqs: &[&AcceptRequest]) -> Vec<Answer> {
+    pub(crate) async fn write_now(&self, reqs: &[&Work]) -> Vec<Answer> {
         write_batch(&self.ctx, &self.stats, reqs).await
     }
 
+    /// Writes a send with whatever else is waiting; answers after the commit.
+    pub(crate) async fn submit(&self, req: AcceptRequest) -> Result<Vec<Accepted>, AcceptError> {
+        match self.submit_work(Work::Send(Box::new(req))).await? {
+            Done::Sent(accepted) => Ok(accepted),
+            Done::Tracked(_) => Err(mismatch()),
+        }
+    }
+
     /// Writes `req` with whatever else is waiting; answers after the commit.
-    pub(crate) async fn submit(&self, req: AcceptRequest) -> Answer {
+    pub(crate) async fn submit_work(&self, req: Work) -> Answer {
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(4 * MAX_REQUESTS);
             tokio::spawn(run(self.ctx.clone(), self.stats.clone(), rx));
@@ -115,12 +186,12 @@ async fn run(ctx: BatchContext, stats: Arc<Stats>, mut rx: mpsc::Receiver<Pendin
                 None => return,
             },
         };
-        let mut recipients = first.req.recipients.len();
+        let mut recipients = first.req.recipients();
         let mut bytes = first.req.blob_bytes();
         let mut batch = vec![first];
         while batch.len() < MAX_REQUESTS {
             let Ok(next) = rx.try_recv() else { break };
-            recipients += next.req.recipients.len();
+            recipients += next.req.recipients();
             bytes += next.req.blob_bytes();
             if recipients > MAX_RECIPIENTS || bytes > MAX_BLOB_BYTES {
                 carry = Some(next);
@@ -128,7 +199,7 @@ async fn run(ctx: BatchContext, stats: Arc<Stats>, mut rx: mpsc::Receiver<Pendin
             }
             batch.push(next);
         }
-        let reqs: Vec<&AcceptRequest> = batch.iter().map(|p| &p.req).collect();
+        let reqs: Vec<&Work> = batch.iter().map(|p| &p.req).collect();
         let answers = write_batch(&ctx, &stats, &reqs).await;
         for (p, answer) in batch.into_iter().zip(answers) {
             // The requester may have gone (client disconnected): its rows are committed anyway.
@@ -138,7 +209,7 @@ async fn run(ctx: BatchContext, stats: Arc<Stats>, mut rx: mpsc::Receiver<Pendin
 }
 
 /// Writes and commits the batch; one answer per request, in order.
-async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&AcceptRequest]) -> Vec<Answer> {
+async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&Work]) -> Vec<Answer> {
     stats.batches.fetch_add(1, Ordering::Relaxed);
     stats
         .requests
@@ -169,40 +240,34 @@ async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&AcceptRequest])
 
 /// The fast path: every request staged in one transaction, the rows of all written by a few
 /// multi-row statements. Any error fails the whole attempt (nothing is committed).
-async fn write_shared(
-    ctx: &BatchContext,
-    reqs: &[&AcceptRequest],
-) -> Result<Vec<Answer>, StoreError> {
+async fn write_shared(ctx: &BatchContext, reqs: &[&Work]) -> Result<Vec<Answer>, StoreError> {
     let now = ctx.clock.now();
     let mut tx = ctx.store.begin().await?;
-    let mut staged = Staged::default();
+    let mut rows = Rows::default();
     let mut answers = Vec::with_capacity(reqs.len());
     for req in reqs {
-        match req.stage(&mut tx, &mut staged, now).await {
-            Ok(accepted) => answers.push(Ok(accepted)),
+        match rows.stage(req, &mut tx, now).await {
+            Ok(done) => answers.push(Ok(done)),
             Err(AcceptError::Store(e)) => return Err(e),
             Err(refused) => answers.push(Err(refused)),
         }
     }
-    staged.flush(&mut tx, ctx.max_attempts, now).await?;
+    rows.flush(&mut tx, ctx.max_attempts, now).await?;
     tx.commit().await?;
     Ok(answers)
 }
 
 /// The fallback: a savepoint per request, so a failing request is undone alone.
-async fn write_isolated(
-    ctx: &BatchContext,
-    reqs: &[&AcceptRequest],
-) -> Result<Vec<Answer>, StoreError> {
+async fn write_isolated(ctx: &BatchContext, reqs: &[&Work]) -> Result<Vec<Answer>, StoreError> {
     let now = ctx.clock.now();
     let mut tx = ctx.store.begin().await?;
     let mut answers = Vec::with_capacity(reqs.len());
     for req in reqs {
         tx.savepoint("accept_one").await?;
         match write_one(&mut tx, req, ctx.max_attempts, now).await {
-            Ok(accepted) => {
+            Ok(done) => {
                 tx.release_savepoint("accept_one").await?;
-                answers.push(Ok(accepted));
+                answers.push(Ok(done));
             }
             Err(e) => {
                 tx.rollback_to_savepoint("accept_one").await?;
@@ -214,9 +279,9 @@ async fn write_isolated(
     Ok(answers)
 }
 
-async fn write_one(tx: &mut Tx, req: &AcceptRequest, max_attempts: i32, now: i64) -> Answer {
-    let mut staged = Staged::default();
-    let accepted = req.stage(tx, &mut staged, now).await?;
-    staged.flush(tx, max_attempts, now).await?;
-    Ok(accepted)
+async fn write_one(tx: &mut Tx, req: &Work, max_attempts: i32, now: i64) -> Answer {
+    let mut rows = Rows::default();
+    let done = rows.stage(req, tx, now).await?;
+    rows.flush(tx, max_attempts, now).await?;
+    Ok(done)
 }

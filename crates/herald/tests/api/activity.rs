@@ -57,21 +57,16 @@ async fn busy_project(app: &TestApp) -> (TestProject, String, String) {
         200,
     )
     .await;
-    // A tracked event, written as /v1/track writes it.
-    let project_id = uuid::Uuid::parse_str(&p.id).unwrap();
-    let contact_id = uuid::Uuid::parse_str(&contact).unwrap();
-    let mut tx = app.store.begin().await.unwrap();
-    herald_store::events::insert_event(
-        &mut tx,
-        project_id,
-        Some(contact_id),
-        "signed_up",
-        &json!({"plan": "pro"}),
-        app.engine.now(),
+    expect_json(
+        app.post(
+            "/v1/track",
+            &p.public_key,
+            &json!({"event": "signed_up", "email": "reader@example.org", "data": {"plan": "pro"}}),
+        )
+        .await,
+        200,
     )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    .await;
     (p, contact, message)
 }
 

@@ -1,0 +1,140 @@
+//! The track benchmark: `POST /v1/track` with the public key, a new contact on every request
+//! (so each one inserts a contact, its field types, the event and its outbox row), with
+//! `concurrency` requests in flight against a fresh server. Prints accepted/s and the latency
+//! percentiles seen by the clients, after a warm-up.
+//!
+//! The targets (issue 9) are relative: at least 1.5 times the one-durable-write-per-request
+//! baseline server measured in the same run (`../shared/perf/run_baselines.sh`, its `/sqlite`
+//! endpoint; about 7,000 requests/s on the reference machine, hence about 10,500/s here), and
+//! p99 under 10 ms.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, ensure};
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+use crate::contacts::percentile;
+use crate::send::verdict;
+use crate::server::{Server, project_keys};
+
+/// Accepted/s aimed at: 1.5 x the baseline's ~7,000 durable writes/s on the reference machine.
+const TARGET_ACCEPTED_PER_SEC: f64 = 10_500.0;
+const TARGET_P99_MS: f64 = 10.0;
+
+pub struct TrackOptions {
+    pub count: usize,
+    pub concurrency: usize,
+    pub database_url: Option<String>,
+}
+
+/// Request `n`: a new address and a realistic `data` object (strings, numbers, a boolean, a
+/// date, an array; about the size of the perf harness's body).
+fn body(n: usize) -> Value {
+    const EVENTS: [&str; 4] = ["page-view", "signup", "purchase", "invite-sent"];
+    const PLANS: [&str; 3] = ["free", "pro", "team"];
+    json!({
+        "event": EVENTS[n % EVENTS.len()],
+        "email": format!("visitor{n:08}@bench.example"),
+        "data": {
+            "firstName": "Reader",
+            "plan": PLANS[n % PLANS.len()],
+            "seats": n % 50,
+            "mrr": (n % 97) as f64 * 1.5,
+            "vip": n.is_multiple_of(10),
+            "signedUpAt": "2026-01-31T10:00:00Z",
+            "tags": ["bench", "track"],
+            "source": "https://shop.example.org/landing?utm_source=bench",
+        }
+    })
+}
+
+/// `count` tracks numbered from `first` with `concurrency` clients; each latency.
+async fn run_tracks(
+    server: &Server,
+    key: &str,
+    count: usize,
+    concurrency: usize,
+    first: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let client = Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let url = Arc::new(server.url("/v1/track"));
+    let key = Arc::new(key.to_owned());
+    let mut tasks = JoinSet::new();
+    for _ in 0..concurrency {
+        let (client, next, url, key) = (client.clone(), next.clone(), url.clone(), key.clone());
+        tasks.spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    return anyhow::Ok(latencies);
+                }
+                let t = Instant::now();
+                let res = client
+                    .post(url.as_str())
+                    .bearer_auth(key.as_str())
+                    .json(&body(first + i))
+                    .send()
+                    .await?;
+                let status = res.status();
+                let bytes = res.bytes().await?;
+                ensure!(
+                    status == StatusCode::OK,
+                    "POST /v1/track #{i}: expected 200, got {status}: {}",
+                    String::from_utf8_lossy(&bytes)
+                );
+                latencies.push(t.elapsed());
+            }
+        });
+    }
+    let mut latencies = Vec::with_capacity(count);
+    while let Some(done) = tasks.join_next().await {
+        latencies.extend(done.context("a track client panicked")??);
+    }
+    Ok(latencies)
+}
+
+pub async fn run(opts: &TrackOptions) -> anyhow::Result<()> {
+    let server = Server::start_with(opts.database_url.as_deref(), |_| {}).await?;
+    println!(
+        "Herald track benchmark: {} tracks (a new contact each), concurrency {}, {}",
+        opts.count, opts.concurrency, server.engine
+    );
+    let (public_key, _) = project_keys(&server).await?;
+    // Warm-up (connections, statement caches), then measure.
+    run_tracks(
+        &server,
+        &public_key,
+        opts.concurrency * 20,
+        opts.concurrency,
+        50_000_000,
+    )
+    .await?;
+    let started = Instant::now();
+    let mut latencies = run_tracks(&server, &public_key, opts.count, opts.concurrency, 0).await?;
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let rate = opts.count as f64 / elapsed.as_secs_f64();
+    let p99 = percentile(&latencies, 99);
+    println!(
+        "POST /v1/track: {} in {:.1} s = {rate:.0} accepted/s (target >= {TARGET_ACCEPTED_PER_SEC:.0}, \
+         1.5 x the perf baseline's /sqlite) {}",
+        opts.count,
+        elapsed.as_secs_f64(),
+        verdict(rate >= TARGET_ACCEPTED_PER_SEC)
+    );
+    println!(
+        "  latency p50 {:.2} ms, p99 {p99:.2} ms (target < {TARGET_P99_MS:.0} ms) {}, max {:.2} ms",
+        percentile(&latencies, 50),
+        verdict(p99 < TARGET_P99_MS),
+        percentile(&latencies, 100),
+    );
+    server.shutdown().await
+}

@@ -1,0 +1,154 @@
+//! Recording a tracked event (`POST /v1/track`): upsert the contact (custom-field rules; new
+//! contacts subscribed unless told otherwise; a `subscribed` flip records its
+//! `contact.subscribed` / `contact.unsubscribed` through the contacts' one update path), insert
+//! the event and its outbox row, a job of kind [`EVENT_DISPATCH_JOB`].
+//!
+//! Guarantees:
+//! - Contact, event and outbox row commit in one transaction, shared with the other requests
+//!   waiting at the same time (the acceptance group commit, [`crate::send::batch`]); the
+//!   answer comes after that commit. Consumers (workflows, segments) work from the outbox,
+//!   never inside the request.
+//! - An `Idempotency-Key` is claimed first, in the same transaction: a key already used in the
+//!   project within 24 h (by `/v1/send` or `/v1/track`) writes nothing and answers
+//!   [`AcceptError::IdempotencyKeyReused`].
+
+use herald_core::email::EmailAddress;
+use herald_core::fields::DataPatch;
+use herald_core::ids::{Uuid, new_id};
+use herald_core::time::Millis;
+use herald_store::contacts::{ContactUpsert, upsert_contact};
+use herald_store::tracked::{NewTrackedEvent, insert_tracked_many};
+use herald_store::{StoreResult, Tx, jobs, messages};
+use serde_json::{Map, Value, json};
+
+use crate::Engine;
+use crate::send::AcceptError;
+use crate::send::accept::IDEMPOTENCY_WINDOW_MS;
+use crate::send::batch::Done;
+
+/// Job kind of the outbox rows of tracked events: payload `{eventId, contactId, name}`. No
+/// worker claims it yet; the workflow and segment capabilities consume it.
+pub const EVENT_DISPATCH_JOB: &str = "event.dispatch";
+
+/// A validated track request.
+#[derive(Clone, Debug)]
+pub struct TrackPlan {
+    pub project_id: Uuid,
+    pub email: EmailAddress,
+    /// Passed `herald_core::events::tracked_name`.
+    pub event: String,
+    pub subscribed: Option<bool>,
+    pub data: DataPatch,
+    pub idempotency_key: Option<String>,
+}
+
+/// What a recorded event answers.
+#[derive(Clone, Debug)]
+pub struct Tracked {
+    pub contact_id: Uuid,
+    pub event_id: Uuid,
+    pub created_at: Millis,
+}
+
+impl TrackPlan {
+    /// The event's own data: what the request's `data` said, its one-request values included
+    /// (`{value, persistent: false}` gives `value`); deletions and empty strings are not data.
+    fn event_data(&self) -> Value {
+        let mut data: Map<String, Value> = self.data.set.clone();
+        for (k, v) in &self.data.transient {
+            data.insert(k.clone(), v.clone());
+        }
+        Value::Object(data)
+    }
+
+    /// Claims the key and upserts the contact; the event and its job go to `rows`.
+    pub(crate) async fn stage(
+        &self,
+        tx: &mut Tx,
+        rows: &mut TrackRows,
+        now: Millis,
+    ) -> Result<Tracked, AcceptError> {
+        if let Some(key) = &self.idempotency_key
+            && !messages::claim_idempotency_key(
+                tx,
+                self.project_id,
+                key,
+                now,
+                IDEMPOTENCY_WINDOW_MS,
+            )
+            .await?
+        {
+            return Err(AcceptError::IdempotencyKeyReused);
+        }
+        let out = upsert_contact(
+            tx,
+            &ContactUpsert {
+                project_id: self.project_id,
+                email: self.email.as_str(),
+                subscribed: self.subscribed,
+                default_subscribed: true,
+                patch: &self.data,
+                now,
+            },
+        )
+        .await?;
+        let event_id = new_id();
+        let contact_id = out.contact.id;
+        rows.jobs.push((
+            Some(self.project_id),
+            json!({"eventId": event_id, "contactId": contact_id, "name": self.event}),
+        ));
+        rows.events.push(NewTrackedEvent {
+            id: event_id,
+            project_id: self.project_id,
+            contact_id,
+            name: self.event.clone(),
+            data: self.event_data(),
+            created_at: now,
+        });
+        Ok(Tracked {
+            contact_id,
+            event_id,
+            created_at: now,
+        })
+    }
+}
+
+/// The event and job rows of the track requests of one batch.
+#[derive(Default)]
+pub(crate) struct TrackRows {
+    events: Vec<NewTrackedEvent>,
+    jobs: Vec<(Option<Uuid>, Value)>,
+}
+
+impl TrackRows {
+    /// Inserts the staged events and their outbox jobs (multi-row statements).
+    pub(crate) async fn flush(
+        &self,
+        tx: &mut Tx,
+        max_attempts: i32,
+        now: Millis,
+    ) -> StoreResult<()> {
+        if self.events.is_empty() {
+            return Ok(());
+        }
+        insert_tracked_many(tx, &self.events).await?;
+        jobs::enqueue_many(tx, EVENT_DISPATCH_JOB, &self.jobs, now, max_attempts).await?;
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Records a tracked event: answers once the contact, the event and its outbox row are
+    /// committed (with those of the other requests of the same batch).
+    pub async fn track(&self, plan: TrackPlan) -> Result<Tracked, AcceptError> {
+        match self
+            .acceptor
+            .submit_work(crate::send::batch::Work::Track(plan))
+            .await?
+        {
+            Done::Tracked(t) => Ok(t),
+            Done::Sent(_) => Err(crate::send::batch::mismatch()),
+        }
+    }
+}
