@@ -4,8 +4,8 @@
 
 pub mod clock;
 pub mod email;
-pub mod feedback;
 pub mod events;
+pub mod feedback;
 pub mod fields;
 pub mod headers;
 pub mod html_text;

@@ -5,17 +5,17 @@
 #![forbid(unsafe_code)]
 
 pub mod domains;
+pub mod feedback;
 pub mod links;
 pub mod list_pages;
-pub mod feedback;
 pub mod metrics;
 pub mod retention;
 pub mod secret_rotation;
 pub mod send;
 pub mod settings;
 pub mod throttle;
-pub mod verify;
 pub mod track;
+pub mod verify;
 
 use std::sync::Arc;
 

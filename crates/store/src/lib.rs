@@ -34,8 +34,8 @@ pub mod retention;
 mod savepoint;
 pub mod suppressions;
 pub mod templates;
-pub mod tracking;
 pub mod tracked;
+pub mod tracking;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};

@@ -19,8 +19,8 @@ use herald_core::time::Millis;
 use herald_store::contacts::{ContactUpdate, update_contact};
 use herald_store::events::{Links, insert_linked_event};
 use herald_store::feedback::FeedbackTarget;
-use herald_store::tracking;
 use herald_store::messages;
+use herald_store::tracking;
 use herald_store::{StoreError, StoreResult, Tx, suppressions};
 use serde_json::{Value, json};
 
@@ -49,6 +49,7 @@ pub async fn apply_feedback(
             return tracking::open_in(tx, target.project_id, target.id, now).await;
         }
         FeedbackKind::Click { url } => {
+            let url = url.as_deref().unwrap_or("");
             let out = tracking::click_in(tx, target.project_id, target.id, url, now).await?;
             return Ok(out.any());
         }
@@ -66,7 +67,6 @@ pub async fn apply_feedback(
     if moved {
         messages::add_history(tx, target.id, status, Some(&detail), now).await?;
     }
-    let mut changed = moved;
     match &fb.kind {
         kind if moved => {
             if let Some(name) = kind.event() {
@@ -101,7 +101,7 @@ pub async fn apply_feedback(
         }
         _ => {}
     }
-    Ok(changed)
+    Ok(moved)
 }
 
 /// The history line: what happened, from where, and the relay's words.

@@ -135,6 +135,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             body_purged_at: None,
+            simulated: false,
+            relay_message_id: None,
             blobs: Vec::new(),
         }
     }
