@@ -2,13 +2,11 @@
 //! the first page's latency.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
-use tokio::task::JoinSet;
 
 use crate::Options;
 use crate::server::{Server, expect_status, project_key};
@@ -98,42 +96,17 @@ pub async fn contacts(opts: &Options) -> anyhow::Result<()> {
         .build()?;
 
     // Upserts, `concurrency` in flight.
-    let next = Arc::new(AtomicUsize::new(0));
-    let url = Arc::new(server.url("/contacts"));
     let started = Instant::now();
-    let mut workers = JoinSet::new();
-    for _ in 0..opts.concurrency {
-        let (client, key, url, next) = (client.clone(), key.clone(), url.clone(), next.clone());
-        let (count, fields) = (opts.count, opts.fields);
-        workers.spawn(async move {
-            let mut latencies = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
-                    return anyhow::Ok(latencies);
-                }
-                let t = Instant::now();
-                let res = client
-                    .post(url.as_str())
-                    .bearer_auth(key.as_str())
-                    .json(&contact_body(i, fields))
-                    .send()
-                    .await?;
-                let status = res.status();
-                let body = res.bytes().await?;
-                ensure!(
-                    status == StatusCode::CREATED,
-                    "POST /contacts #{i}: expected 201, got {status}: {}",
-                    String::from_utf8_lossy(&body)
-                );
-                latencies.push(t.elapsed());
-            }
-        });
-    }
-    let mut latencies = Vec::with_capacity(opts.count);
-    while let Some(done) = workers.join_next().await {
-        latencies.extend(done.context("an upsert worker panicked")??);
-    }
+    let fields = opts.fields;
+    let mut latencies = crate::load::post_many(
+        server.url("/contacts"),
+        &key,
+        opts.count,
+        opts.concurrency,
+        StatusCode::CREATED,
+        move |i| contact_body(i, fields),
+    )
+    .await?;
     let elapsed = started.elapsed();
     latencies.sort();
     let rate = opts.count as f64 / elapsed.as_secs_f64();

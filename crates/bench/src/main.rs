@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 mod contacts;
+mod load;
 mod memory;
 mod send;
 mod server;

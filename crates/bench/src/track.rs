@@ -8,14 +8,10 @@
 //! endpoint; about 7,000 requests/s on the reference machine, hence about 10,500/s here), and
 //! p99 under 10 ms.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, ensure};
-use reqwest::{Client, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio::task::JoinSet;
 
 use crate::contacts::percentile;
 use crate::send::verdict;
@@ -60,45 +56,15 @@ async fn run_tracks(
     concurrency: usize,
     first: usize,
 ) -> anyhow::Result<Vec<Duration>> {
-    let client = Client::builder()
-        .pool_max_idle_per_host(concurrency)
-        .build()?;
-    let next = Arc::new(AtomicUsize::new(0));
-    let url = Arc::new(server.url("/v1/track"));
-    let key = Arc::new(key.to_owned());
-    let mut tasks = JoinSet::new();
-    for _ in 0..concurrency {
-        let (client, next, url, key) = (client.clone(), next.clone(), url.clone(), key.clone());
-        tasks.spawn(async move {
-            let mut latencies = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
-                    return anyhow::Ok(latencies);
-                }
-                let t = Instant::now();
-                let res = client
-                    .post(url.as_str())
-                    .bearer_auth(key.as_str())
-                    .json(&body(first + i))
-                    .send()
-                    .await?;
-                let status = res.status();
-                let bytes = res.bytes().await?;
-                ensure!(
-                    status == StatusCode::OK,
-                    "POST /v1/track #{i}: expected 200, got {status}: {}",
-                    String::from_utf8_lossy(&bytes)
-                );
-                latencies.push(t.elapsed());
-            }
-        });
-    }
-    let mut latencies = Vec::with_capacity(count);
-    while let Some(done) = tasks.join_next().await {
-        latencies.extend(done.context("a track client panicked")??);
-    }
-    Ok(latencies)
+    crate::load::post_many(
+        server.url("/v1/track"),
+        key,
+        count,
+        concurrency,
+        StatusCode::OK,
+        move |i| body(first + i),
+    )
+    .await
 }
 
 pub async fn run(opts: &TrackOptions) -> anyhow::Result<()> {

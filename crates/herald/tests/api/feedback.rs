@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::both_engines;
 use crate::helpers::{Engine, TestApp, expect_error, expect_json};
 use crate::mail_setup::{DOMAIN, MailWorld, mail_world, message_ids, send, wait_status};
+pub use crate::mail_setup::{contact, message as email};
 
 both_engines!(
     smtp_rejection_bounces_unsubscribes_and_suppresses,
@@ -68,16 +69,6 @@ pub async fn sent(w: &MailWorld, to: &[&str]) -> Vec<String> {
     ids
 }
 
-pub async fn email(w: &MailWorld, id: &str) -> Value {
-    expect_json(
-        w.app
-            .get(&format!("/emails/{id}"), &w.project.secret_key)
-            .await,
-        200,
-    )
-    .await
-}
-
 /// The names of the contact's events, newest first.
 pub async fn event_names(w: &MailWorld, contact_id: &str) -> Vec<String> {
     let body = expect_json(
@@ -100,16 +91,6 @@ pub async fn event_names(w: &MailWorld, contact_id: &str) -> Vec<String> {
 
 pub fn count(names: &[String], name: &str) -> usize {
     names.iter().filter(|n| *n == name).count()
-}
-
-pub async fn contact(w: &MailWorld, id: &str) -> Value {
-    expect_json(
-        w.app
-            .get(&format!("/contacts/{id}"), &w.project.secret_key)
-            .await,
-        200,
-    )
-    .await
 }
 
 /// The suppression reason of an address, read from the store.

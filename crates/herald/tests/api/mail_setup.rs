@@ -180,3 +180,25 @@ pub fn message_ids(answer: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// `GET /emails/{id}` of the world's project.
+pub async fn message(w: &MailWorld, id: &str) -> Value {
+    expect_json(
+        w.app
+            .get(&format!("/emails/{id}"), &w.project.secret_key)
+            .await,
+        200,
+    )
+    .await
+}
+
+/// `GET /contacts/{id}` of the world's project.
+pub async fn contact(w: &MailWorld, id: &str) -> Value {
+    expect_json(
+        w.app
+            .get(&format!("/contacts/{id}"), &w.project.secret_key)
+            .await,
+        200,
+    )
+    .await
+}

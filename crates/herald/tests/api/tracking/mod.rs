@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Engine, TestApp, expect_json};
 use crate::mail_setup::{DOMAIN, MailWorld, mail_world, message_ids, send, wait_status};
+pub use crate::mail_setup::{contact, message};
 
 /// `HERALD_PUBLIC_URL` of these tests: links in mail start with it and are followed by
 /// replacing it with the test server's address.
@@ -97,26 +98,6 @@ pub async fn count(w: &MailWorld, contact: &str, name: &str) -> usize {
         .iter()
         .filter(|e| e["name"] == name)
         .count()
-}
-
-pub async fn message(w: &MailWorld, id: &str) -> Value {
-    expect_json(
-        w.app
-            .get(&format!("/emails/{id}"), &w.project.secret_key)
-            .await,
-        200,
-    )
-    .await
-}
-
-pub async fn contact(w: &MailWorld, id: &str) -> Value {
-    expect_json(
-        w.app
-            .get(&format!("/contacts/{id}"), &w.project.secret_key)
-            .await,
-        200,
-    )
-    .await
 }
 
 /// A client that does not follow redirects.
