@@ -339,41 +339,28 @@ async fn sns_forged_signature_is_refused(engine: Engine) {
         .unwrap()
         .to_owned();
     let good = Sns::notification(&w.app, &f, 2, &ses_bounce(&relay_id, "Transient")).signed(&f.key);
-    // The message changed after signing.
-    let mut forged = good.clone();
-    forged["Message"] = json!(ses_bounce(&relay_id, "Permanent").to_string());
-    expect_error(
-        post_sns(&w.app, "Notification", &forged).await,
-        401,
-        "UNAUTHORIZED",
-    )
-    .await;
-    // Signed by a key whose certificate is not the trusted one.
-    let mut other = good.clone();
-    other["SigningCertURL"] = json!(format!("{}/other.pem", f.base));
-    expect_error(
-        post_sns(&w.app, "Notification", &other).await,
-        401,
-        "UNAUTHORIZED",
-    )
-    .await;
-    // A signature that is not base64, and an unknown version.
-    let mut junk = good.clone();
-    junk["Signature"] = json!("%%%");
-    expect_error(
-        post_sns(&w.app, "Notification", &junk).await,
-        401,
-        "UNAUTHORIZED",
-    )
-    .await;
-    let mut v3 = good.clone();
-    v3["SignatureVersion"] = json!("3");
-    expect_error(
-        post_sns(&w.app, "Notification", &v3).await,
-        401,
-        "UNAUTHORIZED",
-    )
-    .await;
+    let tampered = [
+        // The message changed after signing.
+        (
+            "Message",
+            json!(ses_bounce(&relay_id, "Permanent").to_string()),
+        ),
+        // Signed by a key whose certificate is not the trusted one.
+        ("SigningCertURL", json!(format!("{}/other.pem", f.base))),
+        // A signature that is not base64, and an unknown version.
+        ("Signature", json!("%%%")),
+        ("SignatureVersion", json!("3")),
+    ];
+    for (field, value) in tampered {
+        let mut bad = good.clone();
+        bad[field] = value;
+        expect_error(
+            post_sns(&w.app, "Notification", &bad).await,
+            401,
+            "UNAUTHORIZED",
+        )
+        .await;
+    }
     assert_eq!(email(&w, &ids[0]).await["status"], "SENT");
     assert_eq!(suppression(&w, "x@example.org").await, None);
 }
