@@ -4,6 +4,7 @@
 //! starts its background workers, which stop cleanly on shutdown.
 #![forbid(unsafe_code)]
 
+mod cpu_pool;
 pub mod domains;
 pub mod feedback;
 pub mod links;

@@ -328,6 +328,11 @@ fn write_atomic(dir: &Path, path: &Path, data: &[u8]) -> io::Result<()> {
 pub const SMTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Idle pooled connections older than this are closed instead of reused.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// A pooled connection idle longer than this is probed with NOOP before reuse; one used more
+/// recently is reused at once (a NOOP per message was a round trip per message), and if the
+/// relay closed it meanwhile, `MAIL FROM` fails before anything was handed over and the
+/// message goes once more over a new connection.
+const PROBE_IDLE_AFTER: Duration = Duration::from_secs(2);
 /// Upper bound for `max_connections`.
 pub const MAX_CONNECTIONS: usize = 10_000;
 
@@ -492,6 +497,7 @@ impl fmt::Debug for SmtpTransport {
 }
 
 /// Where a failure happened: setting up the session is never the message's fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
     Setup,
     /// `MAIL FROM`: a refusal names the sender, not the recipient.
@@ -585,36 +591,49 @@ impl SmtpTransport {
             .acquire()
             .await
             .map_err(|_| TransportError::Transient("SMTP transport closed".into()))?;
-        let mut conn = self.checkout().await?;
-        if smtputf8 && !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
-            self.checkin(conn);
-            return Err(TransportError::Permanent(format!(
-                "the relay {} does not support SMTPUTF8, which this message needs for its \
-                 non-ASCII address (a local part that is not ASCII)",
-                self.url.redacted()
-            )));
-        }
-        let limit = send_timeout(self.timeout, raw.len());
-        let sent = transaction(&mut conn, &lettre_envelope, raw, smtputf8);
-        match tokio::time::timeout(limit, sent).await {
-            Ok(Ok(response)) => {
-                let reply = reply_text(
-                    &response.code().to_string(),
-                    response.message().collect::<Vec<_>>().join(" "),
-                );
+        let mut fresh = false;
+        loop {
+            let (mut conn, unprobed) = if fresh {
+                (self.open().await?, false)
+            } else {
+                self.checkout().await?
+            };
+            if smtputf8 && !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
                 self.checkin(conn);
-                Ok(reply)
+                return Err(TransportError::Permanent(format!(
+                    "the relay {} does not support SMTPUTF8, which this message needs for its \
+                     non-ASCII address (a local part that is not ASCII)",
+                    self.url.redacted()
+                )));
             }
-            Ok(Err((stage, e))) => {
-                // As lettre's own `send` does: QUIT and close after any error.
-                conn.abort().await;
-                Err(classify(&e, stage, envelope, raw))
-            }
-            // Dropping the connection closes it: its state mid-transaction is unknown.
-            Err(_) => Err(TransportError::Transient(format!(
-                "timed out after {limit:?} sending to {}",
-                self.url.redacted()
-            ))),
+            let limit = send_timeout(self.timeout, raw.len());
+            let sent = transaction(&mut conn, &lettre_envelope, raw, smtputf8);
+            return match tokio::time::timeout(limit, sent).await {
+                Ok(Ok(response)) => {
+                    let reply = reply_text(
+                        &response.code().to_string(),
+                        response.message().collect::<Vec<_>>().join(" "),
+                    );
+                    self.checkin(conn);
+                    Ok(reply)
+                }
+                Ok(Err((stage, e))) => {
+                    // As lettre's own `send` does: QUIT and close after any error.
+                    conn.abort().await;
+                    if stage == Stage::MailFrom && unprobed && !e.is_permanent() {
+                        // A reused connection the relay closed while it was idle: nothing
+                        // was handed over; once more over a new connection.
+                        fresh = true;
+                        continue;
+                    }
+                    Err(classify(&e, stage, envelope, raw))
+                }
+                // Dropping the connection closes it: its state mid-transaction is unknown.
+                Err(_) => Err(TransportError::Transient(format!(
+                    "timed out after {limit:?} sending to {}",
+                    self.url.redacted()
+                ))),
+            };
         }
     }
 
@@ -631,22 +650,32 @@ impl SmtpTransport {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A live connection: a pooled one that answers NOOP, or a new one.
-    async fn checkout(&self) -> Result<AsyncSmtpConnection, TransportError> {
+    /// A pooled connection (probed with NOOP when idle longer than [`PROBE_IDLE_AFTER`]), or
+    /// a new one; true when it is a pooled one reused without a probe.
+    async fn checkout(&self) -> Result<(AsyncSmtpConnection, bool), TransportError> {
         loop {
             let parked = self.lock_idle().pop();
             let Some(IdleConnection { mut conn, since }) = parked else {
                 break;
             };
-            if since.elapsed() > POOL_IDLE_TIMEOUT {
+            let idle = since.elapsed();
+            if idle > POOL_IDLE_TIMEOUT {
                 let _ = tokio::time::timeout(self.timeout, conn.quit()).await;
                 continue;
             }
+            if idle <= PROBE_IDLE_AFTER {
+                return Ok((conn, true));
+            }
             if let Ok(true) = tokio::time::timeout(self.timeout, conn.test_connected()).await {
-                return Ok(conn);
+                return Ok((conn, false));
             }
             // Broken or silent: drop it (closing the socket) and try the next one.
         }
+        Ok((self.open().await?, false))
+    }
+
+    /// A new connection, set up within the timeout.
+    async fn open(&self) -> Result<AsyncSmtpConnection, TransportError> {
         match tokio::time::timeout(self.timeout, self.connect()).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(SetupError::Smtp(e))) => Err(classify(&e, Stage::Setup, &NO_ENVELOPE, b"")),

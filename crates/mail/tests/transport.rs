@@ -173,6 +173,26 @@ async fn stopped_server_is_transient_and_recovers_after_restart() {
 }
 
 #[tokio::test]
+async fn a_pooled_connection_the_relay_closed_is_replaced_without_failing_the_message() {
+    let sink = SmtpSink::start().await.unwrap();
+    let transport = smtp(&sink.url(), 2);
+    transport
+        .send("a", &envelope(1), &message(1))
+        .await
+        .unwrap();
+    // The relay drops its connections (as on its idle timeout) and comes back; the pooled
+    // connection, used a moment ago, is reused without a NOOP probe.
+    sink.stop().await;
+    sink.restart().await.unwrap();
+    transport
+        .send("b", &envelope(2), &message(2))
+        .await
+        .expect("sent over a new connection");
+    assert_eq!(sink.wait_for(2, Duration::from_secs(5)).await.len(), 2);
+    sink.stop().await;
+}
+
+#[tokio::test]
 async fn never_started_server_is_transient() {
     // Bind and drop to get a port nobody listens on.
     let port = {

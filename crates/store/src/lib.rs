@@ -17,6 +17,7 @@ pub mod accounts;
 pub mod activity;
 pub mod blobs;
 pub mod contacts;
+pub mod delivery;
 pub mod dkim_keys;
 pub mod domains;
 #[cfg(test)]

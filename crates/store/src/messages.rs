@@ -118,7 +118,7 @@ pub struct MessageFilter {
     pub source: Option<String>,
 }
 
-const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, template_type, status, from_email, from_name, \
+pub(crate) const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, template_type, status, from_email, from_name, \
      reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, attempts, last_error, \
      sent_at, created_at, updated_at, body_purged_at, simulated, relay_message_id";
 const SUMMARY: &str = "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";

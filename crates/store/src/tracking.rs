@@ -1,5 +1,4 @@
-//! Opens and clicks of a message (the tracking pixel and redirects), and what delivery reads
-//! to decorate a message (tracking mode, languages).
+//! Opens and clicks of a message (the tracking pixel and redirects).
 //!
 //! Invariants:
 //! - The first open and the first click of a message are each recorded once: the
@@ -13,12 +12,10 @@
 //!   names the project.
 
 use herald_core::ids::Uuid;
-use herald_core::kinds::TrackingMode;
 use herald_core::time::Millis;
 use serde_json::json;
 use sqlx::AssertSqlSafe;
 
-use crate::engine::sql;
 use crate::events::{Links, insert_linked_event};
 use crate::messages::{MessageStatus, add_history, set_status};
 use crate::{Store, StoreResult, Tx};
@@ -30,15 +27,6 @@ pub const CLICK_EVENT: &str = "email.click";
 /// Statuses of a message that went out (and so can be opened or clicked).
 const WENT_OUT: &str =
     "status IN ('SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED')";
-
-/// What delivery needs to decorate a message: the project's tracking mode and language, and
-/// the contact's `locale` (a string data key), if any.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeliveryContext {
-    pub tracking: TrackingMode,
-    pub language: String,
-    pub locale: Option<String>,
-}
 
 /// Claims the first-open mark; `Some((contact, campaign))` when this call claimed it.
 async fn claim(
@@ -172,39 +160,5 @@ impl Store {
             tx.commit().await?;
         }
         Ok(changed.clicked)
-    }
-
-    /// The project's tracking mode and language and the contact's `locale`; `None` when the
-    /// project is gone.
-    pub async fn delivery_context(
-        &self,
-        project_id: Uuid,
-        contact_id: Option<Uuid>,
-    ) -> StoreResult<Option<DeliveryContext>> {
-        let q = sql(
-            self.dialect(),
-            "SELECT p.tracking, p.language, \
-             CASE WHEN json_type(c.data, '$.locale') = 'text' THEN json_extract(c.data, '$.locale') END \
-             FROM projects p LEFT JOIN contacts c ON c.project_id = p.id AND c.id = $2 WHERE p.id = $1",
-            "SELECT p.tracking, p.language, \
-             CASE WHEN jsonb_typeof(c.data -> 'locale') = 'string' THEN c.data ->> 'locale' END \
-             FROM projects p LEFT JOIN contacts c ON c.project_id = p.id AND c.id = $2 WHERE p.id = $1",
-        );
-        let row: Option<(String, String, Option<String>)> = db_read!(self, |pool| {
-            sqlx::query_as(q)
-                .bind(project_id)
-                .bind(contact_id)
-                .fetch_optional(pool)
-                .await?
-        });
-        let Some((tracking, language, locale)) = row else {
-            return Ok(None);
-        };
-        Ok(Some(DeliveryContext {
-            // A value the API never writes: no tracking rather than a failed delivery.
-            tracking: TrackingMode::parse(&tracking).unwrap_or(TrackingMode::Disabled),
-            language,
-            locale,
-        }))
     }
 }

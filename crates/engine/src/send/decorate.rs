@@ -20,8 +20,8 @@ use herald_core::link_token::{ListPage, MAX_URL_LEN};
 use herald_core::list_i18n::{self, Strings};
 use herald_core::template::html_escape;
 use herald_mail::mime::ListUnsubscribe;
+use herald_store::delivery::DeliveryContext;
 use herald_store::messages::Message;
-use herald_store::tracking::DeliveryContext;
 
 use crate::links::MailLinks;
 

@@ -7,6 +7,9 @@
 //! statement per 100 jobs, fenced by the claim's token; a job whose lease was taken over is
 //! dropped from the registry and [`Leases::holds`] answers false for it, so its worker stops
 //! before the handoff.
+//! - The registry keeps, per job, the lease end the database last confirmed (the claim's, then
+//!   each beat's). No other claim can take a job before that end (claims take only expired
+//!   leases), so "confirmed until at least T" answers the pre-handoff check without a read.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,17 +23,18 @@ use crate::Engine;
 
 #[derive(Default)]
 pub(crate) struct Leases {
-    /// Job id to the token of our claim.
-    held: Mutex<HashMap<Uuid, Uuid>>,
+    /// Job id to the token of our claim and the lease end the database last confirmed.
+    held: Mutex<HashMap<Uuid, (Uuid, Millis)>>,
 }
 
 impl Leases {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Uuid>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, (Uuid, Millis)>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn hold(&self, job: Uuid, token: Uuid) {
-        self.map().insert(job, token);
+    /// Registers a claimed job; `until` is the lease end its claim wrote.
+    pub(crate) fn hold(&self, job: Uuid, token: Uuid, until: Millis) {
+        self.map().insert(job, (token, until));
     }
 
     /// Forgets a job whose last write was made (or abandoned).
@@ -38,13 +42,16 @@ impl Leases {
         self.map().remove(&job);
     }
 
-    /// Whether the last heartbeat still found the job ours.
-    pub(crate) fn holds(&self, job: Uuid, token: Uuid) -> bool {
-        self.map().get(&job) == Some(&token)
+    /// Whether the job is ours under `token` with a lease the database confirmed until at
+    /// least `at`.
+    pub(crate) fn holds_until(&self, job: Uuid, token: Uuid, at: Millis) -> bool {
+        self.map()
+            .get(&job)
+            .is_some_and(|(t, until)| *t == token && *until >= at)
     }
 
     fn snapshot(&self) -> Vec<(Uuid, Uuid)> {
-        self.map().iter().map(|(j, t)| (*j, *t)).collect()
+        self.map().iter().map(|(j, (t, _))| (*j, *t)).collect()
     }
 
     /// Extends every held lease to `until`; drops the ones taken over meanwhile.
@@ -55,9 +62,15 @@ impl Leases {
         }
         match engine.store.extend_leases(&held, until).await {
             Ok(kept) => {
+                let kept: std::collections::HashSet<Uuid> = kept.into_iter().collect();
                 let mut map = self.map();
                 for (job, token) in held {
-                    if !kept.contains(&job) && map.get(&job) == Some(&token) {
+                    let Some(entry) = map.get_mut(&job).filter(|(t, _)| *t == token) else {
+                        continue; // released (or re-held) meanwhile
+                    };
+                    if kept.contains(&job) {
+                        entry.1 = entry.1.max(until);
+                    } else {
                         tracing::warn!(job = %job, "a send lease was taken over; its worker stops");
                         map.remove(&job);
                     }

@@ -1,5 +1,5 @@
 //! Transactional sending: merging a request with its template (`merge`), accepting
-//! (`accept`), composing (`compose`, with tracking and the unsubscribe footer from `decorate`), delivering (`worker`, with the node's lease heartbeat in
+//! (`accept`), composing (`compose`, with tracking and the unsubscribe footer from `decorate`), delivering (`worker`, reading each claimed batch at once in `prefetch`, with the node's lease heartbeat in
 //! `leases` and the group-commit recorder in `record`) and reading back what was sent (`raw`).
 
 pub mod accept;
@@ -8,6 +8,7 @@ pub mod compose;
 pub mod decorate;
 mod leases;
 pub mod merge;
+mod prefetch;
 pub mod raw;
 mod record;
 mod simulate;

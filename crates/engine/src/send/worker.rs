@@ -5,8 +5,9 @@
 //!   heartbeat ([`super::leases`]) from the claim to its last write. Every write the worker
 //!   makes for the job (ack, retry, dead letter, the message's status and history) is fenced
 //!   by that token: a worker whose lease was taken over changes nothing. Right before the
-//!   transport handoff the worker checks, in the database, that it still holds the lease for
-//!   at least a third of the lease time; if not, it sends nothing.
+//!   transport handoff the worker checks that the database confirmed its lease (at the claim
+//!   or the last heartbeat) for at least a third of the lease time from now; if not, it sends
+//!   nothing.
 //! - When the transport accepts, SENT, its history, `email.sent` and the ack commit together
 //!   ([`super::record`]), so a re-claimed job finds the message SENT and does not send it
 //!   again. The only window for a second handoff is a process that dies (or loses its lease)
@@ -27,9 +28,9 @@ use std::time::Duration;
 use herald_core::time::Millis;
 use herald_mail::transport::{Envelope, Transport, TransportError};
 use herald_store::StoreResult;
+use herald_store::delivery::{DeliveryContext, DeliveryRead};
 use herald_store::jobs::{self, Job};
 use herald_store::messages::{self, Message, MessageStatus};
-use herald_store::tracking::DeliveryContext;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -39,6 +40,7 @@ use super::accept::SEND_JOB;
 use super::compose::compose;
 use super::decorate::decorate;
 use super::leases::{Leases, run_heartbeat};
+use super::prefetch::{Claimed, SignerLookup, prefetch};
 use super::record::{SentDone, record_sent, run_completer};
 use crate::Engine;
 use crate::feedback::{Feedback, apply_feedback, target_of};
@@ -75,9 +77,10 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         let lease = engine.settings.send_lease.as_millis() as i64;
+        let claimed_at = engine.now();
         let claimed = engine
             .store
-            .claim_jobs(SEND_JOB, free as u32, engine.now(), lease)
+            .claim_jobs(SEND_JOB, free as u32, claimed_at, lease)
             .await;
         let jobs = match claimed {
             Ok(jobs) => jobs,
@@ -101,8 +104,19 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
             }
             continue;
         }
-        for job in jobs {
-            leases.hold(job.id, job.lease_token);
+        // Not held yet: on a failed read the leases expire and the jobs are claimed again.
+        let claimed = match prefetch(&engine, jobs).await {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::error!(error = %e, "reading claimed send jobs failed");
+                if crate::sleep_or_shutdown(&mut shutdown, Duration::from_secs(1)).await {
+                    break;
+                }
+                continue;
+            }
+        };
+        for claimed in claimed {
+            leases.hold(claimed.job.id, claimed.job.lease_token, claimed_at + lease);
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 break;
             };
@@ -112,7 +126,7 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
                 done: done_tx.clone(),
             };
             tasks.spawn(async move {
-                worker.deliver(job).await;
+                worker.deliver(claimed).await;
                 drop(permit);
             });
         }
@@ -134,10 +148,6 @@ async fn idle_wait(engine: &Engine) -> Duration {
     }
 }
 
-fn message_id_of(job: &Job) -> Option<herald_core::ids::Uuid> {
-    job.payload.0.get("messageId")?.as_str()?.parse().ok()
-}
-
 /// What a finished job's last write does with the job row.
 #[derive(Clone, Copy)]
 enum JobEnd {
@@ -154,8 +164,9 @@ struct Worker {
 }
 
 impl Worker {
-    async fn deliver(&self, job: Job) {
-        let handed_to_recorder = match self.try_deliver(&job).await {
+    async fn deliver(&self, claimed: Claimed) {
+        let Claimed { job, read, signer } = claimed;
+        let handed_to_recorder = match self.try_deliver(&job, read, signer).await {
             Ok(recorder) => recorder,
             Err(e) => {
                 // The job stays leased; it is claimed again when the lease expires.
@@ -169,14 +180,19 @@ impl Worker {
     }
 
     /// Ok(true) when the job was handed to the recorder (which releases it).
-    async fn try_deliver(&self, job: &Job) -> StoreResult<bool> {
+    async fn try_deliver(
+        &self,
+        job: &Job,
+        read: Option<DeliveryRead>,
+        signer: Option<SignerLookup>,
+    ) -> StoreResult<bool> {
         let engine = &self.engine;
         let now = engine.now();
-        let message = match message_id_of(job) {
-            Some(id) => engine.store.message(id).await?,
-            None => None,
-        };
-        let Some(msg) = message else {
+        let Some(DeliveryRead {
+            message: msg,
+            context,
+        }) = read
+        else {
             let mut tx = engine.store.begin().await?;
             let reason = "the job names no existing message";
             if jobs::fail(&mut tx, job.id, job.lease_token, reason, now).await? {
@@ -217,19 +233,16 @@ impl Worker {
         }
         // No write before the handoff: SENT, its history and the ack are recorded together
         // afterwards. The status stays PENDING (or SENDING while retrying) until then.
-        let context = engine
-            .store
-            .delivery_context(msg.project_id, msg.contact_id)
-            .await?;
         engine.throttle.acquire(msg.project_id).await;
-        let raw = match build_signed(engine, &msg, context).await {
+        let signer = signer.unwrap_or_else(|| Err("no DKIM signer was looked up".to_owned()));
+        let raw = match build_signed(engine, &msg, context, signer).await {
             Ok(raw) => raw,
             Err(reason) => {
                 self.finish_failed(job, &msg, &reason, JobEnd::Ack).await?;
                 return Ok(false);
             }
         };
-        if !self.still_holds(job).await? {
+        if !self.still_holds(job) {
             tracing::warn!(job = %job.id, message = %msg.id, "lease lost before the handoff; not sending");
             return Ok(false);
         }
@@ -269,17 +282,13 @@ impl Worker {
         }
     }
 
-    /// Whether the lease is ours (last heartbeat and the database) for at least a third of
-    /// the lease time from now: long enough for the handoff, which the heartbeat then covers.
-    async fn still_holds(&self, job: &Job) -> StoreResult<bool> {
-        if !self.leases.holds(job.id, job.lease_token) {
-            return Ok(false);
-        }
+    /// Whether the lease is ours, as the database last confirmed it (the claim or the last
+    /// heartbeat), for at least a third of the lease time from now: long enough for the
+    /// handoff, which the heartbeat then covers. No read: see [`super::leases`].
+    fn still_holds(&self, job: &Job) -> bool {
         let margin = (self.engine.settings.send_lease / 3).as_millis() as Millis;
-        self.engine
-            .store
-            .lease_held(job.id, job.lease_token, self.engine.now() + margin)
-            .await
+        self.leases
+            .holds_until(job.id, job.lease_token, self.engine.now() + margin)
     }
 
     fn sent_done(
@@ -402,26 +411,18 @@ async fn build_signed(
     engine: &Engine,
     msg: &Message,
     context: Option<DeliveryContext>,
+    signer: SignerLookup,
 ) -> Result<Vec<u8>, String> {
-    let domain = msg
-        .from_email
-        .rsplit_once('@')
-        .map(|(_, d)| d.to_owned())
-        .unwrap_or_default();
-    let signer = match engine.dkim_signer(msg.project_id, &domain).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return Err(format!("the sender domain {domain} is no longer verified")),
-        Err(e) => return Err(format!("the DKIM key of {domain} is unusable: {e:#}")),
-    };
+    let signer = signer?;
     let msg = msg.clone();
     let now = engine.now();
     let links = engine.links.clone();
-    tokio::task::spawn_blocking(move || {
+    crate::cpu_pool::run(move || {
         let body = decorate(&msg, &links, context.as_ref());
         compose(&msg, body, &signer, now).map_err(|e| e.0)
     })
     .await
-    .unwrap_or_else(|e| Err(format!("composing the message failed: {e}")))
+    .unwrap_or_else(|| Err("composing the message failed (it panicked)".to_owned()))
 }
 
 #[cfg(test)]
