@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -57,6 +57,8 @@ struct Shared {
     /// The catalog built from `records`, replaced on every change.
     catalog: RwLock<Arc<Catalog>>,
     unresponsive: AtomicBool,
+    /// Queries received (answered or not).
+    queries: AtomicUsize,
 }
 
 impl DnsServer {
@@ -71,6 +73,7 @@ impl DnsServer {
             catalog: RwLock::new(Arc::new(catalog(&records)?)),
             records: Mutex::new(records),
             unresponsive: AtomicBool::new(false),
+            queries: AtomicUsize::new(0),
         });
         let mut server = Server::new(Handler(shared.clone()));
         server.register_socket(udp);
@@ -160,6 +163,23 @@ impl DnsServer {
         self.shared.unresponsive.store(on, Ordering::SeqCst);
     }
 
+    /// How many queries the server received so far, answered or not.
+    pub fn queries(&self) -> usize {
+        self.shared.queries.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the server has received at least `n` queries in all; false on timeout.
+    pub async fn wait_for_queries(&self, n: usize, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.queries() < n {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+
     /// Replaces the records of one type at `name` (none removes them).
     fn set(&self, name: &str, record_type: RecordType, data: Vec<RData>) {
         let owner = fqdn(name);
@@ -203,6 +223,7 @@ impl RequestHandler for Handler {
         request: &Request,
         response_handle: R,
     ) -> ResponseInfo {
+        self.0.queries.fetch_add(1, Ordering::SeqCst);
         if self.0.unresponsive.load(Ordering::SeqCst) {
             // Nothing is sent; the returned header only feeds the server's own logging.
             let metadata = Metadata::new(

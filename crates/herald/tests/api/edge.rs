@@ -125,13 +125,22 @@ async fn the_connection_cap_queues_new_connections(engine: Engine) {
         .app_with(|c| {
             c.max_connections = 3;
             c.header_timeout_secs = 1.5;
+            c.idle_timeout_secs = 1.5;
         })
         .await;
+    // Three connections the server has certainly taken (each was served a request), now
+    // kept alive and silent.
     let mut held = Vec::new();
     for _ in 0..3 {
-        held.push(connect(&app).await);
+        let mut s = connect(&app).await;
+        s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 8192];
+        let n = s.read(&mut buf).await.unwrap();
+        assert_eq!(parse_response(&buf[..n]).0, 200);
+        held.push(s);
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
     // A fourth connection is taken by the kernel but not served while three are open.
     let client = reqwest::Client::new();
     let early = client

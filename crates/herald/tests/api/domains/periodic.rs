@@ -151,7 +151,14 @@ async fn the_periodic_job_survives_timeouts_and_stops_promptly(engine: Engine) {
     let verified = wait_status(&app, &p, &d["id"], "VERIFIED").await;
     // A resolver that stops answering changes nothing, however many checks time out.
     dns.set_unresponsive(true);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Twelve unanswered queries: at least two checks' worth (a check asks three or four
+    // names at once, each over UDP and once more before giving up).
+    let before = dns.queries();
+    assert!(
+        dns.wait_for_queries(before + 12, Duration::from_secs(20))
+            .await,
+        "the periodic checks stopped asking"
+    );
     let still = list(&app, &p).await.remove(0);
     assert_eq!(
         (still["status"].as_str(), &still["lastCheckedAt"]),
@@ -170,10 +177,15 @@ async fn the_periodic_job_survives_timeouts_and_stops_promptly(engine: Engine) {
     let secret = app.config.load_or_create_secret().unwrap();
     let mut settings = app.config.engine_settings();
     settings.dns_timeout = Duration::from_secs(5);
+    // Its own silent resolver, so its first query is told apart from the app's checks.
+    let silent = DnsServer::start().await.unwrap();
+    silent.set_unresponsive(true);
+    settings.dns_resolver = Some(silent.addr());
     let engine = herald_engine::Engine::new(app.store.clone(), settings, &secret).unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let job = tokio::spawn(herald_engine::domains::run_periodic_checks(engine, stopped));
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The worker is in a check once its first query (which will time out) arrived.
+    assert!(silent.wait_for_queries(1, Duration::from_secs(10)).await);
     let started = std::time::Instant::now();
     stop.send(true).unwrap();
     tokio::time::timeout(Duration::from_secs(1), job)
