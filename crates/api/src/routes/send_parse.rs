@@ -237,11 +237,11 @@ pub fn attachments(
             }
             Some(Content::Dropped(n)) => {
                 total += n;
-                Vec::new()
+                axum::body::Bytes::new()
             }
             Some(Content::Decoded(bytes)) => {
                 total += bytes.len();
-                bytes
+                axum::body::Bytes::from(bytes)
             }
         };
         let inline = match text(&item.disposition).as_deref() {

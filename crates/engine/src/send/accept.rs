@@ -41,8 +41,9 @@ pub struct Recipient {
 pub struct AttachmentIn {
     pub filename: String,
     pub content_type: String,
-    /// The decoded bytes (base64 is decoded once, while the request is read).
-    pub content: Vec<u8>,
+    /// The decoded bytes (base64 is decoded once, while the request is read); shared, so the
+    /// plan, the blocking hash step and the stored blob hold one copy between them.
+    pub content: bytes::Bytes,
     pub content_id: Option<String>,
     pub inline: bool,
 }
@@ -121,7 +122,7 @@ const INLINE_DECODE_LIMIT: usize = 256 * 1024;
 /// One attachment's bytes and their hash.
 pub(crate) struct PreparedBlob {
     pub sha256: String,
-    pub content: Vec<u8>,
+    pub content: bytes::Bytes,
 }
 
 /// A [`SendPlan`] made ready for the batcher: templates parsed, attachments decoded and hashed.
