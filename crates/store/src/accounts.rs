@@ -161,24 +161,34 @@ impl Store {
         .await?))
     }
 
+    /// The project of a public key (remembered for a second: `key_cache.rs`).
     pub async fn project_by_public_key(&self, key: &str) -> StoreResult<Option<Project>> {
-        let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE public_key = $1");
-        Ok(db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(
-            q.as_str()
-        ))
-        .bind(key)
-        .fetch_optional(pool)
-        .await?))
+        self.project_by_key("public_key", key).await
     }
 
+    /// The project of a secret key's SHA-256 (remembered for a second: `key_cache.rs`).
     pub async fn project_by_secret_hash(&self, hash: &str) -> StoreResult<Option<Project>> {
-        let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE secret_key_hash = $1");
-        Ok(db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(
-            q.as_str()
-        ))
-        .bind(hash)
-        .fetch_optional(pool)
-        .await?))
+        self.project_by_key("secret_key_hash", hash).await
+    }
+
+    async fn project_by_key(
+        &self,
+        column: &'static str,
+        key: &str,
+    ) -> StoreResult<Option<Project>> {
+        if let Some(project) = self.key_cache.get(key) {
+            return Ok(Some(project));
+        }
+        let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE {column} = $1");
+        let found: Option<Project> =
+            db_read!(self, |pool| sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(key)
+                .fetch_optional(pool)
+                .await?);
+        if let Some(project) = &found {
+            self.key_cache.put(key, project);
+        }
+        Ok(found)
     }
 
     pub async fn projects_of_user(&self, user: Uuid) -> StoreResult<Vec<Membership>> {
@@ -225,6 +235,7 @@ impl Store {
                 .await?
                 .rows_affected()
         });
+        self.key_cache.clear();
         if done == 0 {
             return Err(StoreError::NotFound);
         }
@@ -251,6 +262,7 @@ impl Store {
                 .await?
                 .rows_affected()
         });
+        self.key_cache.clear();
         if done == 0 {
             return Err(StoreError::NotFound);
         }
@@ -266,6 +278,7 @@ impl Store {
                 .await?
                 .rows_affected()
         });
+        self.key_cache.clear();
         if done == 0 {
             return Err(StoreError::NotFound);
         }

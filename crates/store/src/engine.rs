@@ -37,6 +37,8 @@ pub struct Store {
     pub(crate) db: Db,
     /// Custom-field keys known to have a recorded type, so writes skip re-inserting them.
     pub(crate) known_fields: std::sync::Arc<crate::fields::KnownFields>,
+    /// Projects by API key, for a second (see `key_cache.rs`).
+    pub(crate) key_cache: std::sync::Arc<crate::key_cache::KeyCache>,
 }
 
 #[derive(Clone, Debug)]
@@ -202,6 +204,7 @@ impl Store {
         Ok(Store {
             db,
             known_fields: Default::default(),
+            key_cache: Default::default(),
         })
     }
 

@@ -28,6 +28,7 @@ pub mod feed;
 pub mod feedback;
 pub mod fields;
 pub mod jobs;
+mod key_cache;
 mod like;
 pub mod messages;
 mod metrics;

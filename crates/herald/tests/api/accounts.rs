@@ -430,6 +430,13 @@ async fn regenerating_keys_revokes_both_old_keys_at_once(engine: Engine) {
     let p = app.project().await;
     app.create_contact(&p.secret_key, json!({"email": "kept@example.com"}))
         .await;
+    // Both old keys were just resolved (so the key cache holds them).
+    expect_error(
+        app.get("/contacts", &p.public_key).await,
+        401,
+        "INVALID_API_KEY",
+    )
+    .await;
     let path = format!("/users/@me/projects/{}/regenerate-keys", p.id);
     let fresh = expect_json(
         session_call(&app, &p.owner, Method::POST, &path, None).await,
