@@ -7,6 +7,7 @@ pub mod email;
 pub mod events;
 pub mod feedback;
 pub mod fields;
+pub mod filter;
 pub mod headers;
 pub mod html_text;
 pub mod ids;
