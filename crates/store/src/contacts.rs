@@ -23,7 +23,7 @@ pub struct Contact {
 }
 
 #[derive(FromRow)]
-struct ContactRow {
+pub(crate) struct ContactRow {
     id: Uuid,
     email: String,
     subscribed: bool,
@@ -45,7 +45,7 @@ impl From<ContactRow> for Contact {
     }
 }
 
-const COLUMNS: &str = "id, email, subscribed, data, created_at, updated_at";
+pub(crate) const COLUMNS: &str = "id, email, subscribed, data, created_at, updated_at";
 
 /// Create-or-update of a contact by email.
 pub struct ContactUpsert<'a> {

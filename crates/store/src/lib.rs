@@ -15,6 +15,7 @@
 mod engine;
 pub mod accounts;
 pub mod activity;
+pub mod audience;
 pub mod blobs;
 pub mod contacts;
 pub mod dkim_keys;
