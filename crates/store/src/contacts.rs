@@ -109,6 +109,8 @@ pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult
     });
     if inserted == 1 {
         crate::fields::record_types(tx, req.project_id, req.patch, req.now).await?;
+        crate::segment_membership::enqueue_reevaluate(tx, req.project_id, &[contact.id], req.now)
+            .await?;
         return Ok(UpsertOutcome {
             contact,
             is_new: true,
@@ -215,6 +217,8 @@ async fn apply_update(
         .await?;
     });
     crate::fields::record_types(tx, project_id, change.patch, change.now).await?;
+    crate::segment_membership::enqueue_reevaluate(tx, project_id, &[contact.id], change.now)
+        .await?;
     if flipped == Some(true) {
         // Subscribing again lifts a suppression (DECISIONS.md "Feedback, suppression"): here,
         // so every way of subscribing (PATCH, pages, imports, /v1/send) does it.

@@ -33,6 +33,8 @@ pub mod messages;
 mod metrics;
 pub mod retention;
 mod savepoint;
+pub mod segment_membership;
+pub mod segments;
 pub mod suppressions;
 pub mod templates;
 pub mod tracked;

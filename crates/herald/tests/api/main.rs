@@ -30,6 +30,7 @@ mod outbox;
 mod plunk_node;
 mod retention;
 mod secrets;
+mod segments;
 mod sending;
 mod templates;
 mod track;
