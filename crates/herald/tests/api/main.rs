@@ -18,6 +18,7 @@ mod events;
 mod feedback;
 mod feedback_sns;
 mod fields;
+mod filters;
 mod header_rules;
 mod international;
 mod isolation;
