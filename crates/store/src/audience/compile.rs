@@ -3,6 +3,11 @@
 //! positive leaf is FALSE (never NULL) when the field is missing or of another type, and
 //! every negated operator is "present AND NOT positive".
 //!
+//! NULL discipline: an expression is either the right boolean or NULL where the right answer is
+//! FALSE (a sargable leaf on a missing field); AND/OR keep that property, and NOT is only ever
+//! applied to expressions that are never NULL (presence tests, EXISTS, COALESCE-wrapped
+//! segment trees), so negation stays exact.
+//!
 //! Values are bound; `data` paths are inlined as literals (their characters are restricted
 //! by the parser, quotes doubled here) so SQLite expression indexes on
 //! `json_extract(data, '$."key"')` can serve them.
@@ -174,7 +179,8 @@ impl<'a> Compiler<'a> {
             }
             Some(SegmentDef::Dynamic(tree)) => {
                 let tree = tree.clone();
-                self.node(&tree, depth + 1)
+                let inner = self.node(&tree, depth + 1);
+                format!("COALESCE({inner}, {})", self.f())
             }
         };
         match op {
@@ -303,6 +309,12 @@ impl<'a> Compiler<'a> {
             format!("(CASE WHEN {check} THEN COALESCE({expr}, {f}) ELSE {f} END)")
         };
         match (ty, operand) {
+            (FieldType::String, Operand::Value(Scalar::Str(s))) if !pg && cmp == "=" => {
+                // Sargable on SQLite (an expression index on the path serves it): a text bind
+                // equals only a text value; NULL only when the field is missing (see below).
+                let v = self.bind(Bind::Text(s.clone()));
+                format!("({val} = {v} AND {jt} = 'text')")
+            }
             (FieldType::String, Operand::Value(Scalar::Str(s))) => {
                 let v = self.bind(Bind::Text(s.clone()));
                 let expr = if pg {
