@@ -23,5 +23,5 @@ CREATE TABLE segment_members (
 );
 CREATE INDEX segment_members_contact ON segment_members(contact_id);
 
--- event.<name> conditions: one probe per contact and name (EXISTS ... created_at >= cutoff).
-CREATE INDEX events_contact_name ON events(contact_id, name, created_at);
+-- event.<name> conditions: one range scan per leaf (contact ids of a name since a time).
+CREATE INDEX events_project_name_time ON events(project_id, name, created_at, contact_id);

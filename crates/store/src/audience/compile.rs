@@ -45,6 +45,9 @@ pub(crate) struct Compiled {
     pub binds: Vec<Bind>,
 }
 
+/// The placeholder every audience query binds the project id to.
+const PROJECT: &str = "$1";
+
 /// How deep segment references are followed (cycles are refused on write; this is a guard).
 const MAX_SEGMENT_DEPTH: usize = 8;
 
@@ -143,25 +146,27 @@ impl<'a> Compiler<'a> {
     }
 
     fn event(&mut self, name: &str, op: Operator, cutoff: Millis) -> String {
-        let n = self.bind(Bind::Text(name.to_owned()));
-        let any = format!(
-            "EXISTS (SELECT 1 FROM events e WHERE e.contact_id = c.id \
-             AND e.project_id = c.project_id AND e.name = {n})"
-        );
-        let mut recent = || {
+        // Uncorrelated `IN` lists (one range scan of `events_project_name_time`, then a set
+        // probe per contact) rather than a correlated EXISTS per contact.
+        let mut set = |since: Option<Millis>| {
             let n = self.bind(Bind::Text(name.to_owned()));
-            let t = self.bind(Bind::I64(cutoff));
+            let time = match since {
+                Some(t) => format!(" AND e.created_at >= {}", self.bind(Bind::I64(t))),
+                None => String::new(),
+            };
             format!(
-                "EXISTS (SELECT 1 FROM events e WHERE e.contact_id = c.id \
-                 AND e.project_id = c.project_id AND e.name = {n} AND e.created_at >= {t})"
+                "c.id IN (SELECT e.contact_id FROM events e WHERE e.project_id = {PROJECT} \
+                 AND e.name = {n}{time} AND e.contact_id IS NOT NULL)"
             )
         };
         match op {
-            Operator::Triggered => any,
-            Operator::NotTriggered => format!("(NOT {any})"),
-            Operator::TriggeredWithin => recent(),
-            Operator::TriggeredOlderThan => format!("({any} AND NOT {})", recent()),
-            Operator::NotTriggeredWithin => format!("(NOT {})", recent()),
+            Operator::Triggered => set(None),
+            Operator::NotTriggered => format!("(NOT {})", set(None)),
+            Operator::TriggeredWithin => set(Some(cutoff)),
+            Operator::TriggeredOlderThan => {
+                format!("({} AND NOT {})", set(None), set(Some(cutoff)))
+            }
+            Operator::NotTriggeredWithin => format!("(NOT {})", set(Some(cutoff))),
             _ => self.f().to_owned(),
         }
     }
