@@ -46,6 +46,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::domains::router())
         .merge(routes::activity::router())
         .merge(routes::templates::router())
+        .merge(routes::segments::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
         .merge(routes::verify::router())

@@ -19,6 +19,9 @@
 //! `track` measures `POST /v1/track` with a new contact every request (public key,
 //! `concurrency` in flight): accepted/s and the clients' p50/p99 latency.
 //!
+//! `segments` counts a two-condition dynamic segment over 1,000,000 contacts on SQLite
+//! (docs/segments.md), without and with an expression index on the `data.` field.
+//!
 //! `memory` prints the RSS through a 128-way login flood and through `count` (default 2,000)
 //! `/v1/send` requests with a 5 MB attachment at `concurrency` (default 16) in flight, and
 //! 30 s after each. `--no-default-features` builds it with the system allocator.
@@ -27,6 +30,7 @@
 mod contacts;
 mod load;
 mod memory;
+mod segments;
 mod send;
 mod server;
 mod signing;
@@ -34,7 +38,7 @@ mod track;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments [--count N] [--concurrency N] [--fields N] \
      [--concurrent] [--database-url postgres://...]";
 
 #[derive(Debug)]
@@ -51,7 +55,7 @@ pub struct Options {
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
     let bench = match args.next().as_deref() {
-        Some(b @ ("contacts" | "send" | "memory" | "track")) => b.to_owned(),
+        Some(b @ ("contacts" | "send" | "memory" | "track" | "segments")) => b.to_owned(),
         Some("-h" | "--help") | None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
     };
@@ -59,6 +63,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         count: match bench.as_str() {
             "send" | "track" => 20_000,
             "memory" => 2_000,
+            "segments" => 1_000_000,
             _ => 100_000,
         },
         concurrency: if bench == "memory" { 16 } else { 32 },
@@ -124,6 +129,7 @@ async fn main() -> anyhow::Result<()> {
             })
             .await
         }
+        "segments" => segments::run(&segments::SegmentsOptions { count: opts.count }).await,
         "track" => {
             track::run(&track::TrackOptions {
                 count: opts.count,

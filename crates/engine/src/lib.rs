@@ -12,6 +12,7 @@ pub mod list_pages;
 pub mod metrics;
 pub mod retention;
 pub mod secret_rotation;
+pub mod segments;
 pub mod send;
 pub mod settings;
 pub mod throttle;
@@ -98,6 +99,8 @@ impl Engine {
         let mut set = JoinSet::new();
         set.spawn(domains::run_periodic_checks(self.clone(), shutdown.clone()));
         set.spawn(retention::run_retention(self.clone(), shutdown.clone()));
+        set.spawn(segments::run_reevaluations(self.clone(), shutdown.clone()));
+        set.spawn(segments::run_recompute(self.clone(), shutdown.clone()));
         set.spawn(send::worker::run_sender(self.clone(), shutdown));
         set
     }

@@ -17,6 +17,7 @@ use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
 use herald_store::contacts::{ContactUpsert, upsert_contact};
+use herald_store::segment_membership::enqueue_reevaluate;
 use herald_store::tracked::{NewTrackedEvent, insert_tracked_many};
 use herald_store::{StoreResult, Tx, jobs, messages};
 use serde_json::{Map, Value, json};
@@ -134,6 +135,17 @@ impl TrackRows {
         }
         insert_tracked_many(tx, &self.events).await?;
         jobs::enqueue_many(tx, EVENT_DISPATCH_JOB, &self.jobs, now, max_attempts).await?;
+        // Event conditions of tracked segments may change with the event: their outbox rows.
+        let mut by_project: std::collections::BTreeMap<Uuid, Vec<Uuid>> = Default::default();
+        for e in &self.events {
+            by_project
+                .entry(e.project_id)
+                .or_default()
+                .push(e.contact_id);
+        }
+        for (project_id, contacts) in by_project {
+            enqueue_reevaluate(tx, project_id, &contacts, now).await?;
+        }
         Ok(())
     }
 }

@@ -23,7 +23,7 @@ pub struct Contact {
 }
 
 #[derive(FromRow)]
-struct ContactRow {
+pub(crate) struct ContactRow {
     id: Uuid,
     email: String,
     subscribed: bool,
@@ -45,7 +45,7 @@ impl From<ContactRow> for Contact {
     }
 }
 
-const COLUMNS: &str = "id, email, subscribed, data, created_at, updated_at";
+pub(crate) const COLUMNS: &str = "id, email, subscribed, data, created_at, updated_at";
 
 /// Create-or-update of a contact by email.
 pub struct ContactUpsert<'a> {
@@ -109,6 +109,8 @@ pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult
     });
     if inserted == 1 {
         crate::fields::record_types(tx, req.project_id, req.patch, req.now).await?;
+        crate::segment_membership::enqueue_reevaluate(tx, req.project_id, &[contact.id], req.now)
+            .await?;
         return Ok(UpsertOutcome {
             contact,
             is_new: true,
@@ -215,6 +217,8 @@ async fn apply_update(
         .await?;
     });
     crate::fields::record_types(tx, project_id, change.patch, change.now).await?;
+    crate::segment_membership::enqueue_reevaluate(tx, project_id, &[contact.id], change.now)
+        .await?;
     if flipped == Some(true) {
         // Subscribing again lifts a suppression (DECISIONS.md "Feedback, suppression"): here,
         // so every way of subscribing (PATCH, pages, imports, /v1/send) does it.

@@ -15,6 +15,7 @@
 mod engine;
 pub mod accounts;
 pub mod activity;
+pub mod audience;
 pub mod blobs;
 pub mod contacts;
 pub mod delivery;
@@ -34,6 +35,8 @@ pub mod messages;
 mod metrics;
 pub mod retention;
 mod savepoint;
+pub mod segment_membership;
+pub mod segments;
 pub mod suppressions;
 pub mod templates;
 pub mod tracked;

@@ -9,6 +9,7 @@ pub mod events;
 pub mod fields;
 pub mod health;
 pub mod list_pages;
+pub mod segments;
 pub mod send;
 pub mod send_attachments;
 pub mod send_parse;

@@ -1,0 +1,303 @@
+//! Property test: the SQL compilation of a random tree selects exactly the contacts the
+//! in-memory evaluator accepts, on random contacts, on SQLite and (when
+//! `HERALD_TEST_POSTGRES_URL` is set) PostgreSQL.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeSet, HashMap};
+
+use herald_core::filter::{ContactView, Filter, evaluate};
+use herald_core::ids::{Uuid, new_id};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use sqlx::types::Json;
+
+use super::Audience;
+use crate::{Store, StoreOptions};
+
+const NOW: i64 = 1_795_253_400_000;
+const HOUR: i64 = 3_600_000;
+
+fn data_value() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        Just(Some(json!("pro"))),
+        Just(Some(json!("Pro"))),
+        Just(Some(json!("prolific"))),
+        Just(Some(json!(""))),
+        Just(Some(json!("ünï"))),
+        Just(Some(json!(0))),
+        Just(Some(json!(7))),
+        Just(Some(json!(7.5))),
+        Just(Some(json!(-3))),
+        Just(Some(json!("7"))),
+        Just(Some(json!(true))),
+        Just(Some(json!(false))),
+        Just(Some(json!("2026-11-20"))),
+        Just(Some(json!("2026-11-21T08:00:00Z"))),
+        Just(Some(json!("2026-10-01T08:00:00.250Z"))),
+        Just(Some(json!("2026-11-2x"))),
+        Just(Some(json!({"city": "Oslo"}))),
+        Just(Some(json!([1, 2]))),
+    ]
+}
+
+#[derive(Clone, Debug)]
+struct Person {
+    subscribed: bool,
+    created_hours_ago: i64,
+    data: Vec<(&'static str, Option<Value>)>,
+    events: Vec<(&'static str, i64)>,
+}
+
+fn person() -> impl Strategy<Value = Person> {
+    (
+        any::<bool>(),
+        0i64..2000,
+        proptest::collection::vec(data_value(), 3),
+        proptest::collection::vec(
+            (prop_oneof![Just("login"), Just("email.open")], 0i64..2000),
+            0..3,
+        ),
+    )
+        .prop_map(|(subscribed, created_hours_ago, vals, events)| Person {
+            subscribed,
+            created_hours_ago,
+            data: ["a", "b", "addr"].into_iter().zip(vals).collect(),
+            events,
+        })
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    let field = prop_oneof![
+        Just("data.a"),
+        Just("data.b"),
+        Just("data.addr.city"),
+        Just("email"),
+        Just("subscribed"),
+        Just("createdAt"),
+    ];
+    let op = prop_oneof![
+        Just("equals"),
+        Just("notEquals"),
+        Just("contains"),
+        Just("notContains"),
+        Just("greaterThan"),
+        Just("lessThan"),
+        Just("greaterThanOrEqual"),
+        Just("lessThanOrEqual"),
+        Just("exists"),
+        Just("notExists"),
+        Just("within"),
+        Just("olderThan"),
+    ];
+    let value = prop_oneof![
+        Just(json!("pro")),
+        Just(json!("p")),
+        Just(json!("Oslo")),
+        Just(json!("u1@Example.com")),
+        Just(json!(7)),
+        Just(json!(0)),
+        Just(json!(true)),
+        Just(json!(false)),
+        Just(json!("2026-11-20")),
+        Just(json!("2026-11-21T08:00:00Z")),
+        Just(json!(30)),
+        Just(json!(2)),
+    ];
+    let event = prop_oneof![
+        Just("event.login"),
+        Just("email.opened"),
+        Just("event.none")
+    ];
+    let event_op = prop_oneof![
+        Just("triggered"),
+        Just("triggeredWithin"),
+        Just("triggeredOlderThan"),
+        Just("notTriggered"),
+        Just("notTriggeredWithin"),
+    ];
+    let unit = || prop_oneof![Just("days"), Just("hours"), Just("minutes")];
+    prop_oneof![
+        (field, op, value, unit())
+            .prop_map(|(f, o, v, u)| json!({"field": f, "operator": o, "value": v, "unit": u})),
+        (event, event_op, 0u32..100, unit())
+            .prop_map(|(f, o, v, u)| json!({"field": f, "operator": o, "value": v, "unit": u})),
+    ]
+}
+
+fn tree() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 12, 4, |inner| {
+        (
+            prop_oneof![Just("AND"), Just("OR")],
+            proptest::collection::vec(inner, 0..4),
+        )
+            .prop_map(|(op, conditions)| json!({"operator": op, "conditions": conditions}))
+    })
+}
+
+async fn sqlite_store(dir: &tempfile::TempDir) -> Store {
+    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let s = Store::connect(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+    s.migrate().await.unwrap();
+    s
+}
+
+async fn pg_store() -> Option<Store> {
+    let url = std::env::var("HERALD_TEST_POSTGRES_URL").ok()?;
+    let admin = Store::connect(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+    let schema = format!("audience_prop_{}", new_id().simple());
+    db_write!(admin, |pool| sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE SCHEMA {schema}"
+    )))
+    .execute(pool)
+    .await
+    .unwrap()
+    .rows_affected());
+    let opts = StoreOptions {
+        pg_schema: Some(schema),
+        ..Default::default()
+    };
+    let s = Store::connect(&url, &opts).await.unwrap();
+    s.migrate().await.unwrap();
+    Some(s)
+}
+
+/// Inserts a project with the people; returns it and their in-memory views by id.
+async fn seed(store: &Store, people: &[Person]) -> (Uuid, Vec<(Uuid, ContactView)>) {
+    let project = new_id();
+    db_write!(store, |pool| sqlx::query(
+        "INSERT INTO projects (id, name, public_key, secret_key_hash, secret_key_prefix, \
+         created_at, updated_at) VALUES ($1, 'p', $2, $3, 'x', 0, 0)"
+    )
+    .bind(project)
+    .bind(project.to_string())
+    .bind(format!("h{project}"))
+    .execute(pool)
+    .await
+    .unwrap()
+    .rows_affected());
+    let mut views = Vec::new();
+    for (i, p) in people.iter().enumerate() {
+        let id = new_id();
+        let mut data = Map::new();
+        for (k, v) in &p.data {
+            if let Some(v) = v {
+                data.insert((*k).to_owned(), v.clone());
+            }
+        }
+        let created = NOW - p.created_hours_ago * HOUR;
+        let email = format!("u{i}@Example.com");
+        db_write!(store, |pool| {
+            sqlx::query(
+            "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $6)"
+        )
+        .bind(id)
+        .bind(project)
+        .bind(&email)
+        .bind(p.subscribed)
+        .bind(Json(&data))
+        .bind(created)
+        .execute(pool)
+        .await
+        .unwrap()
+        .rows_affected()
+        });
+        let mut events: HashMap<String, Vec<i64>> = HashMap::new();
+        for (name, hours_ago) in &p.events {
+            let at = NOW - hours_ago * HOUR;
+            db_write!(store, |pool| sqlx::query(
+                "INSERT INTO events (id, project_id, contact_id, name, data, created_at) \
+                 VALUES ($1, $2, $3, $4, '{}', $5)"
+            )
+            .bind(new_id())
+            .bind(project)
+            .bind(id)
+            .bind(*name)
+            .bind(at)
+            .execute(pool)
+            .await
+            .unwrap()
+            .rows_affected());
+            events.entry((*name).to_owned()).or_default().push(at);
+        }
+        views.push((
+            id,
+            ContactView {
+                email,
+                subscribed: p.subscribed,
+                created_at: created,
+                updated_at: created,
+                data,
+                events,
+                segments: Default::default(),
+            },
+        ));
+    }
+    (project, views)
+}
+
+async fn check(store: &Store, people: &[Person], trees: &[Value]) -> Result<(), String> {
+    let (project, views) = seed(store, people).await;
+    for raw in trees {
+        let Ok(filter) = Filter::parse(raw) else {
+            continue;
+        };
+        for subscribed_only in [false, true] {
+            let want: BTreeSet<Uuid> = views
+                .iter()
+                .filter(|(_, v)| (!subscribed_only || v.subscribed) && evaluate(&filter, v, NOW))
+                .map(|(id, _)| *id)
+                .collect();
+            let audience = Audience::new(Some(&filter), subscribed_only);
+            let got: BTreeSet<Uuid> = store
+                .matching_ids_page(project, audience, None, 10_000, NOW)
+                .await
+                .map_err(|e| format!("{e} for {raw}"))?
+                .into_iter()
+                .collect();
+            if std::env::var("AUDIENCE_DEBUG").is_ok() {
+                eprintln!("{} {} {}", store.engine_name(), got.len(), views.len());
+            }
+            if got != want {
+                return Err(format!(
+                    "{}: SQL {} vs memory {} for {raw}",
+                    store.engine_name(),
+                    got.len(),
+                    want.len()
+                ));
+            }
+            let n = store.count_matching(project, audience, NOW).await.unwrap();
+            if n != want.len() as u64 {
+                return Err(format!("count {n} != {} for {raw}", want.len()));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sql_equals_memory_on_random_contacts_and_trees() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut stores = vec![rt.block_on(sqlite_store(&dir))];
+    if let Some(pg) = rt.block_on(pg_store()) {
+        stores.push(pg);
+    }
+    let config = ProptestConfig {
+        cases: 96,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(people in proptest::collection::vec(person(), 1..16),
+                        trees in proptest::collection::vec(tree(), 1..8))| {
+        for store in &stores {
+            let r = rt.block_on(check(store, &people, &trees));
+            prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+        }
+    });
+}
