@@ -161,12 +161,12 @@ impl Store {
         .await?))
     }
 
-    /// The project of a public key (remembered for a second: `key_cache.rs`).
+    /// The project of a public key (remembered for a second: `ttl_cache.rs`).
     pub async fn project_by_public_key(&self, key: &str) -> StoreResult<Option<Project>> {
         self.project_by_key("public_key", key).await
     }
 
-    /// The project of a secret key's SHA-256 (remembered for a second: `key_cache.rs`).
+    /// The project of a secret key's SHA-256 (remembered for a second: `ttl_cache.rs`).
     pub async fn project_by_secret_hash(&self, hash: &str) -> StoreResult<Option<Project>> {
         self.project_by_key("secret_key_hash", hash).await
     }
@@ -176,7 +176,7 @@ impl Store {
         column: &'static str,
         key: &str,
     ) -> StoreResult<Option<Project>> {
-        if let Some(project) = self.key_cache.get(key) {
+        if let Some(project) = self.key_cache.get(&key.to_owned()) {
             return Ok(Some(project));
         }
         let q = format!("SELECT {PROJECT_COLUMNS} FROM projects WHERE {column} = $1");
@@ -186,7 +186,7 @@ impl Store {
                 .fetch_optional(pool)
                 .await?);
         if let Some(project) = &found {
-            self.key_cache.put(key, project);
+            self.key_cache.put(key.to_owned(), project.clone());
         }
         Ok(found)
     }

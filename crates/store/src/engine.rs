@@ -37,8 +37,10 @@ pub struct Store {
     pub(crate) db: Db,
     /// Custom-field keys known to have a recorded type, so writes skip re-inserting them.
     pub(crate) known_fields: std::sync::Arc<crate::fields::KnownFields>,
-    /// Projects by API key, for a second (see `key_cache.rs`).
-    pub(crate) key_cache: std::sync::Arc<crate::key_cache::KeyCache>,
+    /// Projects by API key, for a second (see `ttl_cache.rs`).
+    pub(crate) key_cache: std::sync::Arc<crate::ttl_cache::KeyCache>,
+    /// Whether a project has a tracked dynamic segment, for a second (see `ttl_cache.rs`).
+    pub(crate) tracked_segments: std::sync::Arc<crate::ttl_cache::TrackedSegments>,
 }
 
 #[derive(Clone, Debug)]
@@ -130,6 +132,7 @@ macro_rules! db_tx_each {
 pub struct Tx {
     pub(crate) inner: TxInner,
     pub(crate) known_fields: std::sync::Arc<crate::fields::KnownFields>,
+    pub(crate) tracked_segments: std::sync::Arc<crate::ttl_cache::TrackedSegments>,
 }
 
 pub(crate) enum TxInner {
@@ -205,6 +208,7 @@ impl Store {
             db,
             known_fields: Default::default(),
             key_cache: Default::default(),
+            tracked_segments: Default::default(),
         })
     }
 
@@ -266,6 +270,7 @@ impl Store {
         Ok(Tx {
             inner,
             known_fields: self.known_fields.clone(),
+            tracked_segments: self.tracked_segments.clone(),
         })
     }
 

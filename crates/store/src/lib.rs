@@ -29,7 +29,6 @@ pub mod feed;
 pub mod feedback;
 pub mod fields;
 pub mod jobs;
-mod key_cache;
 mod like;
 pub mod messages;
 mod metrics;
@@ -41,6 +40,7 @@ pub mod suppressions;
 pub mod templates;
 pub mod tracked;
 pub mod tracking;
+mod ttl_cache;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};

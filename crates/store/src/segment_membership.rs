@@ -134,6 +134,9 @@ pub const REEVALUATE_JOB: &str = "segment.reevaluate";
 
 /// True when the project has at least one tracked dynamic segment.
 pub async fn has_tracked_segments(tx: &mut Tx, project_id: Uuid) -> StoreResult<bool> {
+    if let Some(known) = tx.tracked_segments.get(&project_id) {
+        return Ok(known);
+    }
     let row: Option<(Uuid,)> = db_tx!(tx, |conn| {
         sqlx::query_as(
             "SELECT id FROM segments WHERE project_id = $1 AND track_membership = TRUE \
@@ -143,6 +146,7 @@ pub async fn has_tracked_segments(tx: &mut Tx, project_id: Uuid) -> StoreResult<
         .fetch_optional(&mut *conn)
         .await?
     });
+    tx.tracked_segments.put(project_id, row.is_some());
     Ok(row.is_some())
 }
 

@@ -219,6 +219,7 @@ impl Store {
             .await?
             .rows_affected()
         });
+        self.tracked_segments.clear();
         self.segment(s.project_id, id)
             .await?
             .ok_or(crate::StoreError::NotFound)
@@ -302,6 +303,7 @@ impl Store {
             .await?
             .rows_affected()
         });
+        self.tracked_segments.clear();
         self.segment(project_id, id).await
     }
 
@@ -332,6 +334,7 @@ impl Store {
                 .await?
                 .rows_affected()
         });
+        self.tracked_segments.clear();
         Ok(n > 0)
     }
 
