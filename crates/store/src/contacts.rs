@@ -23,7 +23,7 @@ pub struct Contact {
 }
 
 #[derive(FromRow)]
-struct ContactRow {
+pub(crate) struct ContactRow {
     id: Uuid,
     email: String,
     subscribed: bool,
@@ -45,7 +45,7 @@ impl From<ContactRow> for Contact {
     }
 }
 
-const COLUMNS: &str = "id, email, subscribed, data, created_at, updated_at";
+pub(crate) const COLUMNS: &str = "id, email, subscribed, data, created_at, updated_at";
 
 /// Create-or-update of a contact by email.
 pub struct ContactUpsert<'a> {
@@ -147,6 +147,15 @@ pub async fn update_contact(
     apply_update(tx, project_id, existing, change).await
 }
 
+/// Reads a contact by id for update inside `tx`.
+pub(crate) async fn select_by_id_locked(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+) -> StoreResult<Option<Contact>> {
+    select_locked(tx, project_id, ContactKey::Id(id)).await
+}
+
 /// How a contact is named in a locked read.
 enum ContactKey<'a> {
     Id(Uuid),
@@ -180,7 +189,7 @@ async fn select_locked(
     Ok(row.map(Contact::from))
 }
 
-async fn apply_update(
+pub(crate) async fn apply_update(
     tx: &mut Tx,
     project_id: Uuid,
     mut contact: Contact,

@@ -15,8 +15,11 @@
 mod engine;
 pub mod accounts;
 pub mod activity;
+pub mod analytics;
 pub mod blobs;
+pub mod contact_jobs;
 pub mod contacts;
+pub mod contacts_batch;
 pub mod dkim_keys;
 pub mod domains;
 #[cfg(test)]
