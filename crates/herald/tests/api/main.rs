@@ -22,6 +22,7 @@ mod feedback_sns;
 mod fields;
 mod header_rules;
 mod imports;
+mod imports_crash;
 mod international;
 mod isolation;
 mod leases;
