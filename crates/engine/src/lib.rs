@@ -107,10 +107,16 @@ impl Engine {
         let mut set = JoinSet::new();
         set.spawn(domains::run_periodic_checks(self.clone(), shutdown.clone()));
         set.spawn(retention::run_retention(self.clone(), shutdown.clone()));
-        set.spawn(contact_jobs::run_contact_jobs(
-            self.clone(),
-            shutdown.clone(),
-        ));
+        for kind in [
+            herald_core::contact_jobs::IMPORT_KIND,
+            herald_core::contact_jobs::BULK_KIND,
+        ] {
+            set.spawn(contact_jobs::run_contact_jobs(
+                self.clone(),
+                kind,
+                shutdown.clone(),
+            ));
+        }
         set.spawn(send::worker::run_sender(self.clone(), shutdown));
         set
     }

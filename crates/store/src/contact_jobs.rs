@@ -82,17 +82,21 @@ pub async fn create(
     };
     db_tx!(tx, |conn| {
         sqlx::query(
-            "INSERT INTO contact_jobs (id, project_id, kind, operation, state, input, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, 'waiting', $5, $6, $6)",
+            "INSERT INTO contact_jobs (id, project_id, kind, operation, state, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'waiting', $5, $5)",
         )
         .bind(id)
         .bind(project_id)
         .bind(kind)
         .bind(operation.as_str())
-        .bind(input)
         .bind(now)
         .execute(&mut *conn)
         .await?;
+        sqlx::query("INSERT INTO contact_job_inputs (id, input) VALUES ($1, $2)")
+            .bind(id)
+            .bind(input)
+            .execute(&mut *conn)
+            .await?;
     });
     crate::jobs::enqueue(
         tx,
@@ -146,7 +150,7 @@ pub async fn finish(
     db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE contact_jobs SET state = $2, progress = CASE WHEN $3 = 100 THEN 100 ELSE progress END, \
-             result = $4, failed_reason = $5, input = NULL, updated_at = $6 WHERE id = $1",
+             result = $4, failed_reason = $5, updated_at = $6 WHERE id = $1",
         )
         .bind(id)
         .bind(state.as_str())
@@ -156,6 +160,10 @@ pub async fn finish(
         .bind(now)
         .execute(&mut *conn)
         .await?;
+        sqlx::query("DELETE FROM contact_job_inputs WHERE id = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
     });
     Ok(())
 }
@@ -187,8 +195,9 @@ impl Store {
     pub async fn contact_job_work(&self, id: Uuid) -> StoreResult<Option<JobWork>> {
         Ok(db_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT project_id, operation, state, input, resume_offset, resume_line, result \
-                 FROM contact_jobs WHERE id = $1",
+                "SELECT j.project_id, j.operation, j.state, i.input, j.resume_offset, j.resume_line, \
+                 j.result FROM contact_jobs j LEFT JOIN contact_job_inputs i ON i.id = j.id \
+                 WHERE j.id = $1",
             )
             .bind(id)
             .fetch_optional(pool)

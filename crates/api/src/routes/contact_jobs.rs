@@ -100,7 +100,7 @@ async fn accept(
     )
     .await?;
     tx.commit().await?;
-    engine.contact_jobs_wake.notify_one();
+    engine.contact_jobs_wake.notify_waiters();
     Ok((
         StatusCode::ACCEPTED,
         Json(JobAccepted {
@@ -142,6 +142,9 @@ pub(crate) async fn file_part(
             "invalid_multipart",
         )
     })?;
+    // Other parts are read (and dropped) within the framing allowance, so a body without a
+    // declared length is bounded on every route, whatever its parts.
+    let mut other = 0;
     while let Some(field) = multipart
         .next_field()
         .await
@@ -150,6 +153,7 @@ pub(crate) async fn file_part(
         if field.name() == Some("file") {
             return read_part(field, max).await;
         }
+        other += read_part(field, MULTIPART_OVERHEAD - other).await?.len();
     }
     Err(ApiError::field(
         "file",

@@ -16,7 +16,7 @@ pub mod import;
 
 use std::time::Duration;
 
-use herald_core::contact_jobs::{BULK_KIND, IMPORT_KIND, JobState};
+use herald_core::contact_jobs::{IMPORT_KIND, JobState};
 use herald_core::ids::Uuid;
 use herald_store::jobs::{self, Job};
 use herald_store::{StoreError, StoreResult, Tx};
@@ -66,30 +66,34 @@ impl Held {
     }
 }
 
-/// Runs contact jobs until `shutdown`.
-pub async fn run_contact_jobs(engine: Engine, mut shutdown: watch::Receiver<bool>) {
+/// Runs the contact jobs of queue `kind` (one at a time) until `shutdown`. Imports and bulk
+/// jobs have a loop each, so a long import does not hold up a bulk operation.
+pub async fn run_contact_jobs(
+    engine: Engine,
+    kind: &'static str,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         if *shutdown.borrow() {
             break;
         }
-        let mut worked = false;
-        for kind in [IMPORT_KIND, BULK_KIND] {
-            let lease = lease_ms(&engine);
-            match engine.store.claim_jobs(kind, 1, engine.now(), lease).await {
-                Ok(claimed) => {
-                    for job in claimed {
-                        worked = true;
-                        run_one(&engine, job).await;
-                    }
+        // Registered before the claim, so a job queued meanwhile on this node wakes us.
+        let notified = engine.contact_jobs_wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let lease = lease_ms(&engine);
+        match engine.store.claim_jobs(kind, 1, engine.now(), lease).await {
+            Ok(claimed) if !claimed.is_empty() => {
+                for job in claimed {
+                    run_one(&engine, job).await;
                 }
-                Err(e) => tracing::error!(error = %e, kind, "claiming contact jobs failed"),
+                continue;
             }
-        }
-        if worked {
-            continue;
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, kind, "claiming contact jobs failed"),
         }
         tokio::select! {
-            _ = engine.contact_jobs_wake.notified() => {}
+            _ = &mut notified => {}
             _ = tokio::time::sleep(IDLE_POLL) => {}
             _ = shutdown.changed() => {}
         }

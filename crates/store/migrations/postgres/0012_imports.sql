@@ -1,9 +1,11 @@
 -- Contact jobs (CSV imports and bulk operations): the state a client polls by `jobId`. The
 -- work itself runs from the durable queue (`jobs`, kinds `contacts.import` / `contacts.bulk`,
 -- payload `{jobId}`), which deletes its row when done; this row stays with the result.
--- `input` holds the uploaded CSV (or the bulk ids as JSON) until the job ends, so any node can
--- run or resume it; `resume_offset` / `resume_line` / `result` are the checkpoint, written in the
--- transaction of each batch, so a resumed import continues after the last committed batch.
+-- The input (the uploaded CSV, or the bulk ids as JSON) is in `contact_job_inputs` until the
+-- job ends, so any node can run or resume it (a table of its own: a checkpoint rewrites the job
+-- row, and SQLite rewrites a whole row, megabytes of input included, on every update).
+-- `resume_offset` / `resume_line` / `result` are the checkpoint, written in the transaction of
+-- each batch, so a resumed import continues after the last committed batch.
 CREATE TABLE contact_jobs (
     id UUID PRIMARY KEY,
     project_id UUID NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
@@ -11,7 +13,6 @@ CREATE TABLE contact_jobs (
     operation TEXT NOT NULL,
     state TEXT NOT NULL,
     progress INTEGER NOT NULL DEFAULT 0,
-    input BYTEA,
     resume_offset BIGINT NOT NULL DEFAULT 0,
     resume_line BIGINT NOT NULL DEFAULT 0,
     result JSONB NOT NULL DEFAULT '{}',
@@ -20,6 +21,11 @@ CREATE TABLE contact_jobs (
     updated_at BIGINT NOT NULL
 );
 CREATE INDEX contact_jobs_project ON contact_jobs(project_id, id);
+
+CREATE TABLE contact_job_inputs (
+    id UUID PRIMARY KEY REFERENCES contact_jobs(id) ON DELETE CASCADE,
+    input BYTEA NOT NULL
+);
 
 -- Analytics: time series count mail events per project and time without reading the table
 -- (covering index); campaign breakdowns read only the campaign's rows.
