@@ -63,9 +63,22 @@ pub async fn upsert_batch(
     }
     for chunk in new.chunks(INSERT_CHUNK) {
         let inserted = insert_new(tx, project_id, chunk, default_subscribed, now).await?;
+        // The field types of the inserted rows at once: the first value of each key decides,
+        // as when the rows are upserted one by one.
+        // (Objects give dotted paths per row, so a row holding one is recorded on its own.)
+        let mut types = DataPatch::default();
+        for row in chunk.iter().filter(|r| inserted.contains(r.email)) {
+            if row.patch.set.values().any(serde_json::Value::is_object) {
+                crate::fields::record_types(tx, project_id, row.patch, now).await?;
+                continue;
+            }
+            for (k, v) in &row.patch.set {
+                types.set.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        crate::fields::record_types(tx, project_id, &types, now).await?;
         for row in chunk {
             if inserted.contains(row.email) {
-                crate::fields::record_types(tx, project_id, row.patch, now).await?;
                 out.created += 1;
                 continue;
             }
