@@ -1,6 +1,7 @@
 //! Counts behind `/analytics/*`, read from indexed tables so they stay fast at millions of
-//! messages: mail events by project and time from the covering index
-//! `events(project_id, created_at, name)`, campaign breakdowns from the partial indexes on
+//! messages: mail events per 15-minute slot from a rollup of closed slots
+//! (`analytics_slots`) plus the covering index `events(project_id, created_at, name)` for the
+//! open tail and the edges, campaign breakdowns from the partial indexes on
 //! `campaign_id` (migration 0012). Mail events are the ones the send and feedback paths record
 //! (`email.sent`, `email.delivery`, `email.open`, `email.click`, `email.bounce`,
 //! `email.complaint`); opens and clicks of a campaign count messages, not repeat events.
@@ -20,6 +21,10 @@ pub const SERIES_EVENTS: [&str; 5] = [
     "email.bounce",
 ];
 
+/// Slots are rolled up once they ended this long ago (events are recorded at "now", so a
+/// closed slot gets no new event; the grace covers clocks of several nodes).
+pub const ROLLUP_GRACE_MS: Millis = 5 * 60 * 1000;
+
 /// One campaign's counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CampaignCounts {
@@ -35,13 +40,52 @@ pub struct CampaignCounts {
 
 impl Store {
     /// Counts of the [`SERIES_EVENTS`] per 15-minute slot (`created_at / SLOT_MS`) in
-    /// `[from, to)`: `(slot, event name, count)`.
+    /// `[from, to)`: `(slot, event name, count)`, a slot possibly in several rows. Whole
+    /// slots closed before `now - ROLLUP_GRACE_MS` come from the rollup (filled here first,
+    /// up to that point); the edges and the open tail are counted from the events index.
     pub async fn mail_event_slots(
         &self,
         project_id: Uuid,
         from: Millis,
         to: Millis,
+        now: Millis,
     ) -> StoreResult<Vec<(i64, String, i64)>> {
+        let closed = (now - ROLLUP_GRACE_MS).div_euclid(SLOT_MS);
+        let first_full = from.div_euclid(SLOT_MS) + i64::from(from.rem_euclid(SLOT_MS) != 0);
+        let last_full = to.div_euclid(SLOT_MS).min(closed); // exclusive
+        if first_full >= last_full {
+            return self.live_slots(project_id, from, to).await;
+        }
+        self.fill_rollup(project_id, closed).await?;
+        let mut rows: Vec<(i64, String, i64)> = db_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT slot, name, count FROM analytics_slots \
+                 WHERE project_id = $1 AND slot >= $2 AND slot < $3",
+            )
+            .bind(project_id)
+            .bind(first_full)
+            .bind(last_full)
+            .fetch_all(pool)
+            .await?
+        });
+        rows.extend(
+            self.live_slots(project_id, from, first_full * SLOT_MS)
+                .await?,
+        );
+        rows.extend(self.live_slots(project_id, last_full * SLOT_MS, to).await?);
+        Ok(rows)
+    }
+
+    /// Counts per slot straight from the events index over `[from, to)`.
+    async fn live_slots(
+        &self,
+        project_id: Uuid,
+        from: Millis,
+        to: Millis,
+    ) -> StoreResult<Vec<(i64, String, i64)>> {
+        if from >= to {
+            return Ok(Vec::new());
+        }
         Ok(db_read!(self, |pool| {
             sqlx::query_as(
                 "SELECT created_at / $4 AS slot, name, count(*) FROM events \
@@ -56,6 +100,68 @@ impl Store {
             .fetch_all(pool)
             .await?
         }))
+    }
+
+    /// Rolls up the slots from the project's watermark to `closed` (exclusive), once: the
+    /// watermark row is locked (PostgreSQL) or the writer held (SQLite) while it moves.
+    async fn fill_rollup(&self, project_id: Uuid, closed: i64) -> StoreResult<()> {
+        let (mark,): (Option<i64>,) = db_read!(self, |pool| {
+            sqlx::query_as("SELECT max(upto_slot) FROM analytics_watermarks WHERE project_id = $1")
+                .bind(project_id)
+                .fetch_one(pool)
+                .await?
+        });
+        if mark.is_some_and(|m| m >= closed) {
+            return Ok(());
+        }
+        let mut tx = self.begin().await?;
+        let lock = if tx.dialect() == crate::Dialect::Postgres {
+            " FOR UPDATE"
+        } else {
+            ""
+        };
+        let q = format!("SELECT upto_slot FROM analytics_watermarks WHERE project_id = $1{lock}");
+        db_tx!(tx, |conn| {
+            sqlx::query(
+                "INSERT INTO analytics_watermarks (project_id, upto_slot) VALUES ($1, 0) \
+                 ON CONFLICT (project_id) DO NOTHING",
+            )
+            .bind(project_id)
+            .execute(&mut *conn)
+            .await?;
+        });
+        let (mark,): (i64,) = db_tx!(tx, |conn| {
+            sqlx::query_as(sqlx::AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .fetch_one(&mut *conn)
+                .await?
+        });
+        if mark >= closed {
+            return Ok(());
+        }
+        db_tx!(tx, |conn| {
+            sqlx::query(
+                "INSERT INTO analytics_slots (project_id, slot, name, count) \
+                 SELECT $1, created_at / $4, name, count(*) FROM events \
+                 WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 \
+                 AND name IN ('email.sent', 'email.delivery', 'email.open', 'email.click', 'email.bounce') \
+                 GROUP BY created_at / $4, name \
+                 ON CONFLICT (project_id, slot, name) DO UPDATE SET count = excluded.count",
+            )
+            .bind(project_id)
+            .bind(mark * SLOT_MS)
+            .bind(closed * SLOT_MS)
+            .bind(SLOT_MS)
+            .execute(&mut *conn)
+            .await?;
+            sqlx::query("UPDATE analytics_watermarks SET upto_slot = $2 WHERE project_id = $1")
+                .bind(project_id)
+                .bind(closed)
+                .execute(&mut *conn)
+                .await?;
+        });
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Campaigns with the most events named `event`: `(campaign id, count)`, most first.

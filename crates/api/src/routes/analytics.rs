@@ -107,7 +107,11 @@ async fn timeseries(
             ..SeriesPoint::default()
         })
         .collect();
-    for (slot, name, n) in state.store.mail_event_slots(auth.id(), from, to).await? {
+    for (slot, name, n) in state
+        .store
+        .mail_event_slots(auth.id(), from, to, state.engine.now())
+        .await?
+    {
         let Some(p) = bucket_of(&starts, slot * SLOT_MS).and_then(|i| series.get_mut(i)) else {
             continue;
         };

@@ -93,6 +93,33 @@ async fn timeseries_counts_sends_per_bucket_in_utc_and_a_zone(engine: Engine) {
     assert_eq!(zoned.last().unwrap()["at"], "2026-03-11T18:30:00.000Z");
     assert_eq!(column(&zoned, "sent"), vec![2, 1, 0]);
 
+    // A day later every slot above is closed and read from the rollup: the same counts, and
+    // a send in the open slot still shows.
+    app.clock.advance(Duration::from_secs(24 * 3600));
+    let rolled = series(
+        &app,
+        sk,
+        "from=2026-03-09T00:00:00Z&to=2026-03-12T00:00:00Z",
+    )
+    .await;
+    assert_eq!(column(&rolled, "sent"), vec![0, 2, 1]);
+    send_one(&app, &p, "d@example.org").await;
+    let later = series(
+        &app,
+        sk,
+        "from=2026-03-09T00:00:00Z&to=2026-03-14T00:00:00Z",
+    )
+    .await;
+    assert_eq!(column(&later, "sent"), vec![0, 2, 1, 1, 0]);
+    // A range starting inside a slot counts only from its start.
+    let edge = series(
+        &app,
+        sk,
+        "from=2026-03-10T10:07:00Z&to=2026-03-10T11:00:00Z&interval=hour",
+    )
+    .await;
+    assert_eq!(column(&edge, "sent").iter().sum::<i64>(), 0, "{edge:?}");
+
     // Another project's series is all zeros.
     let other = app.project().await;
     let theirs = series(

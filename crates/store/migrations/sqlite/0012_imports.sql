@@ -32,3 +32,18 @@ CREATE TABLE contact_job_inputs (
 CREATE INDEX events_project_created_name ON events(project_id, created_at, name);
 CREATE INDEX events_project_campaign ON events(project_id, campaign_id, name) WHERE campaign_id IS NOT NULL;
 CREATE INDEX messages_project_campaign ON messages(project_id, campaign_id) WHERE campaign_id IS NOT NULL;
+
+-- The time-series rollup: counts of mail events per 15-minute slot, filled for closed slots
+-- (older than a few minutes) up to a per-project watermark when a series is read, so a series
+-- reads at most one row per slot and name instead of every event (docs/analytics.md).
+CREATE TABLE analytics_slots (
+    project_id BLOB NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    slot INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (project_id, slot, name)
+);
+CREATE TABLE analytics_watermarks (
+    project_id BLOB PRIMARY KEY REFERENCES projects(id) ON DELETE CASCADE,
+    upto_slot INTEGER NOT NULL
+);
