@@ -238,12 +238,14 @@ pub async fn analytics(opts: &Options) -> anyhow::Result<()> {
             counted == i64::try_from(sent)?,
             "counted {counted} sends, seeded {sent}"
         );
+        // The first call of a project rolls its closed slots up; later ones read the rollup.
+        let first = times[0];
         times.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let median = ms(times[times.len() / 2]);
         println!(
-            "timeseries 30 days by day, tz {tz}: median {median:.1} ms, first {:.1} ms, max {:.1} ms (target < {TARGET_SERIES_MS:.0}) {}",
-            ms(times[0]),
+            "timeseries 30 days by day, tz {tz}: median {median:.1} ms, first call {:.1} ms, max {:.1} ms (target < {TARGET_SERIES_MS:.0}) {}",
+            ms(first),
             ms(*times.last().unwrap_or(&Duration::ZERO)),
             if median < TARGET_SERIES_MS {
                 "PASS"
