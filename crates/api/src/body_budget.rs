@@ -23,6 +23,7 @@ use tokio::sync::Semaphore;
 
 use crate::envelope::payload_too_large;
 use crate::error::ApiError;
+use crate::routes::contact_jobs::{IMPORT_BODY_LIMIT, MULTIPART_OVERHEAD};
 use crate::routes::send::SEND_BODY_LIMIT;
 use crate::state::AppState;
 
@@ -55,18 +56,20 @@ impl BodyBudget {
     }
 }
 
-/// The largest body `path` accepts.
-pub fn route_limit(path: &str, default: usize) -> usize {
-    if path == "/v1/send" {
-        SEND_BODY_LIMIT
-    } else {
-        default
+/// The largest body `path` accepts (`upload` is the configured image limit).
+pub fn route_limit(path: &str, default: usize, upload: usize) -> usize {
+    match path {
+        "/v1/send" => SEND_BODY_LIMIT,
+        "/contacts/import" => IMPORT_BODY_LIMIT,
+        "/uploads/image" => upload.saturating_add(MULTIPART_OVERHEAD),
+        _ => default,
     }
 }
 
 /// The middleware enforcing both rules.
 pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let limit = route_limit(req.uri().path(), state.settings.max_body_bytes);
+    let upload = state.engine.settings.upload_max_bytes;
+    let limit = route_limit(req.uri().path(), state.settings.max_body_bytes, upload);
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -114,8 +117,13 @@ mod tests {
     }
 
     #[test]
-    fn only_send_has_the_large_limit() {
-        assert_eq!(route_limit("/v1/send", 1024), SEND_BODY_LIMIT);
-        assert_eq!(route_limit("/contacts", 1024), 1024);
+    fn send_import_and_uploads_have_their_own_limits() {
+        assert_eq!(route_limit("/v1/send", 1024, 10), SEND_BODY_LIMIT);
+        assert_eq!(route_limit("/contacts/import", 1024, 10), IMPORT_BODY_LIMIT);
+        assert_eq!(
+            route_limit("/uploads/image", 1024, 10),
+            10 + MULTIPART_OVERHEAD
+        );
+        assert_eq!(route_limit("/contacts", 1024, 10), 1024);
     }
 }

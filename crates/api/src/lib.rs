@@ -41,6 +41,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::health::router())
         .merge(routes::accounts::router())
         .merge(routes::contacts::router())
+        .merge(routes::contact_jobs::router())
         .merge(routes::fields::router())
         .merge(routes::events::router())
         .merge(routes::domains::router())
@@ -52,6 +53,8 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::verify::router())
         .merge(routes::webhooks::router())
         .merge(routes::track::router())
+        .merge(routes::analytics::router())
+        .merge(routes::uploads::router())
         .split_for_parts();
     (router, openapi::finish(doc))
 }
@@ -61,6 +64,7 @@ fn public_links() -> Router<AppState> {
     Router::new()
         .merge(routes::tracking::router())
         .merge(routes::list_pages::router())
+        .merge(routes::uploads::public_router())
         .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
         .layer(middleware::from_fn(extract::refuse_nul_in_url))
 }

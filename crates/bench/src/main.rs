@@ -1,7 +1,7 @@
 //! Load benchmarks against a real Herald server started in-process on port 0.
 //!
 //! ```text
-//! cargo run --release -p herald-bench -- contacts|send|memory|track [--count N] [--concurrency 32]
+//! cargo run --release -p herald-bench -- contacts|send|memory|track|import|analytics [--count N] [--concurrency 32]
 //!     [--database-url postgres://user@host/db]
 //! ```
 //!
@@ -21,6 +21,9 @@
 //!
 //! `segments` counts a two-condition dynamic segment over 1,000,000 contacts on SQLite
 //! (docs/segments.md), without and with an expression index on the `data.` field.
+//! `import` imports a ~5 MB CSV (60,000 rows) into a project already holding `count`
+//! contacts (default 1,000,000) and prints rows/s; `analytics` times `/analytics/timeseries`
+//! over 30 days of `count` sends (default 1,000,000) (both in `imports.rs`).
 //!
 //! `memory` prints the RSS through a 128-way login flood and through `count` (default 2,000)
 //! `/v1/send` requests with a 5 MB attachment at `concurrency` (default 16) in flight, and
@@ -28,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod contacts;
+mod imports;
 mod load;
 mod memory;
 mod segments;
@@ -38,7 +42,7 @@ mod track;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|import|analytics [--count N] [--concurrency N] [--fields N] \
      [--concurrent] [--database-url postgres://...]";
 
 #[derive(Debug)]
@@ -55,7 +59,9 @@ pub struct Options {
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
     let bench = match args.next().as_deref() {
-        Some(b @ ("contacts" | "send" | "memory" | "track" | "segments")) => b.to_owned(),
+        Some(
+            b @ ("contacts" | "send" | "memory" | "track" | "segments" | "import" | "analytics"),
+        ) => b.to_owned(),
         Some("-h" | "--help") | None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
     };
@@ -138,6 +144,8 @@ async fn main() -> anyhow::Result<()> {
             })
             .await
         }
+        "import" => imports::import(&opts).await,
+        "analytics" => imports::analytics(&opts).await,
         _ => contacts::contacts(&opts).await,
     }
 }

@@ -2,7 +2,10 @@
 //! the template language. Everything here is deterministic and safe on any input.
 #![forbid(unsafe_code)]
 
+pub mod analytics;
 pub mod clock;
+pub mod contact_import;
+pub mod contact_jobs;
 pub mod email;
 pub mod events;
 pub mod feedback;
@@ -11,6 +14,7 @@ pub mod filter;
 pub mod headers;
 pub mod html_text;
 pub mod ids;
+pub mod image_kind;
 pub mod kinds;
 pub mod link_rewrite;
 pub mod link_token;

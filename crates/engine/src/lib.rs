@@ -4,6 +4,7 @@
 //! starts its background workers, which stop cleanly on shutdown.
 #![forbid(unsafe_code)]
 
+pub mod contact_jobs;
 mod cpu_pool;
 pub mod domains;
 pub mod feedback;
@@ -17,6 +18,7 @@ pub mod send;
 pub mod settings;
 pub mod throttle;
 pub mod track;
+pub mod uploads;
 pub mod verify;
 
 use std::sync::Arc;
@@ -40,6 +42,10 @@ pub struct EngineInner {
     pub throttle: throttle::Throttle,
     /// Wakes the delivery worker when a send is queued on this node.
     pub wake: tokio::sync::Notify,
+    /// Wakes the contact-job worker when an import or bulk job is queued on this node.
+    pub contact_jobs_wake: tokio::sync::Notify,
+    /// Where uploaded images are kept.
+    pub uploads: std::sync::Arc<dyn uploads::ImageStorage>,
     /// Group-commits concurrent `/v1/send` and `/v1/track` requests.
     pub acceptor: send::batch::Acceptor,
     /// DNS facts of recipient domains for `/v1/verify`, per domain for a few minutes.
@@ -77,6 +83,10 @@ impl Engine {
             transport,
             throttle: throttle::Throttle::new(settings.send_rate_per_second),
             wake: tokio::sync::Notify::new(),
+            contact_jobs_wake: tokio::sync::Notify::new(),
+            uploads: std::sync::Arc::new(uploads::LocalImageStorage::new(
+                settings.uploads_dir.clone(),
+            )),
             acceptor: send::batch::Acceptor::new(send::batch::BatchContext {
                 store: store.clone(),
                 clock: settings.clock.clone(),
@@ -101,6 +111,16 @@ impl Engine {
         set.spawn(retention::run_retention(self.clone(), shutdown.clone()));
         set.spawn(segments::run_reevaluations(self.clone(), shutdown.clone()));
         set.spawn(segments::run_recompute(self.clone(), shutdown.clone()));
+        for kind in [
+            herald_core::contact_jobs::IMPORT_KIND,
+            herald_core::contact_jobs::BULK_KIND,
+        ] {
+            set.spawn(contact_jobs::run_contact_jobs(
+                self.clone(),
+                kind,
+                shutdown.clone(),
+            ));
+        }
         set.spawn(send::worker::run_sender(self.clone(), shutdown));
         set
     }

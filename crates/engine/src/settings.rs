@@ -47,6 +47,12 @@ pub struct EngineSettings {
     /// TEST ONLY: a PEM certificate file the SNS verifier trusts when it is fetched from a
     /// loopback `http://127.0.0.1:<port>/` URL, so tests can sign SNS messages without AWS.
     pub sns_test_certificate: Option<PathBuf>,
+    /// Rows of a CSV import committed per transaction (its checkpoint and progress step).
+    pub import_batch_rows: usize,
+    /// Where uploaded images are stored (the local implementation of the upload storage).
+    pub uploads_dir: PathBuf,
+    /// Largest uploaded image in bytes.
+    pub upload_max_bytes: usize,
 }
 
 /// Every field, the relay URL's userinfo (its credential) hidden.
@@ -80,6 +86,9 @@ impl std::fmt::Debug for EngineSettings {
             )
             .field("sns_topic_arns", &self.sns_topic_arns)
             .field("sns_test_certificate", &self.sns_test_certificate)
+            .field("import_batch_rows", &self.import_batch_rows)
+            .field("uploads_dir", &self.uploads_dir)
+            .field("upload_max_bytes", &self.upload_max_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -108,6 +117,9 @@ impl EngineSettings {
             feedback_secret: None,
             sns_topic_arns: Vec::new(),
             sns_test_certificate: None,
+            import_batch_rows: 2000,
+            uploads_dir: data_dir.join("uploads"),
+            upload_max_bytes: 5 * 1024 * 1024,
         }
     }
 }

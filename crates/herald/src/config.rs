@@ -36,6 +36,10 @@ pub struct Config {
     pub disable_signups: bool,
     /// Largest request body for ordinary endpoints, in bytes.
     pub max_body_bytes: usize,
+    /// Largest image `POST /uploads/image` accepts, in bytes.
+    pub upload_max_bytes: usize,
+    /// Rows of a CSV import committed per transaction (each commit moves the job's progress).
+    pub import_batch_rows: usize,
     pub database_max_connections: u32,
     /// Run the background workers (send queue, domain checks) in this process.
     pub workers: bool,
@@ -156,6 +160,8 @@ impl Default for Config {
             rate_limit_per_minute: 1000,
             disable_signups: false,
             max_body_bytes: 1024 * 1024,
+            upload_max_bytes: 5 * 1024 * 1024,
+            import_batch_rows: 2000,
             database_max_connections: 16,
             workers: true,
             spf_mechanism: String::new(),
@@ -320,6 +326,9 @@ impl Config {
             feedback_secret: self.feedback_secret.clone(),
             sns_topic_arns: self.sns_topic_arns.clone(),
             sns_test_certificate: self.sns_trust_cert_pem.clone(),
+            import_batch_rows: self.import_batch_rows.max(1),
+            uploads_dir: self.data_dir.join("uploads"),
+            upload_max_bytes: self.upload_max_bytes,
         }
     }
 

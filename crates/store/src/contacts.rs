@@ -149,6 +149,15 @@ pub async fn update_contact(
     apply_update(tx, project_id, existing, change).await
 }
 
+/// Reads a contact by id for update inside `tx`.
+pub(crate) async fn select_by_id_locked(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+) -> StoreResult<Option<Contact>> {
+    select_locked(tx, project_id, ContactKey::Id(id)).await
+}
+
 /// How a contact is named in a locked read.
 enum ContactKey<'a> {
     Id(Uuid),
@@ -182,7 +191,7 @@ async fn select_locked(
     Ok(row.map(Contact::from))
 }
 
-async fn apply_update(
+pub(crate) async fn apply_update(
     tx: &mut Tx,
     project_id: Uuid,
     mut contact: Contact,

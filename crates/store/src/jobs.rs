@@ -332,3 +332,21 @@ pub async fn enqueue_many(
     }
     Ok(ids)
 }
+
+/// The fenced first write of a batch transaction: true while `token` still holds the job's
+/// lease (the row is then locked until the transaction ends on PostgreSQL). A caller that gets
+/// false drops its transaction, so a worker whose lease was taken over changes nothing.
+pub async fn hold(tx: &mut Tx, id: Uuid, token: Uuid, now: Millis) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE jobs SET updated_at = $3 WHERE id = $1 AND lease_token = $2 AND state = 'active'",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+    });
+    Ok(n == 1)
+}

@@ -15,9 +15,12 @@
 mod engine;
 pub mod accounts;
 pub mod activity;
+pub mod analytics;
 pub mod audience;
 pub mod blobs;
+pub mod contact_jobs;
 pub mod contacts;
+pub mod contacts_batch;
 pub mod delivery;
 pub mod dkim_keys;
 pub mod domains;

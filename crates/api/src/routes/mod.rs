@@ -2,6 +2,8 @@
 
 pub mod accounts;
 pub mod activity;
+pub mod analytics;
+pub mod contact_jobs;
 pub mod contacts;
 pub mod domains;
 pub mod emails;
@@ -16,5 +18,6 @@ pub mod send_parse;
 pub mod templates;
 pub mod track;
 pub mod tracking;
+pub mod uploads;
 pub mod verify;
 pub mod webhooks;

@@ -14,14 +14,20 @@ use crate::helpers::{Engine, expect_json};
 
 both_engines!(killed_while_tracking_keeps_every_acknowledged_event);
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
 }
 
 fn spawn_server(config: &herald::Config, port: u16) -> Child {
+    spawn_server_with(config, port, &[])
+}
+
+/// `herald serve` on the test app's database and data directory, with extra environment.
+pub(crate) fn spawn_server_with(config: &herald::Config, port: u16, env: &[(&str, &str)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_herald"))
         .arg("serve")
+        .envs(env.iter().copied())
         .env("HERALD_LISTEN", format!("127.0.0.1:{port}"))
         .env("HERALD_DATA_DIR", &config.data_dir)
         .env("HERALD_DATABASE_URL", &config.database_url)
@@ -38,6 +44,20 @@ fn spawn_server(config: &herald::Config, port: u16) -> Child {
         .expect("spawn herald")
 }
 
+/// Waits until the server at `base` answers `/health`.
+pub(crate) async fn wait_healthy(client: &reqwest::Client, base: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(r) = client.get(format!("{base}/health")).send().await
+            && r.status() == 200
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the child server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// (event id, contact id, email) of every acknowledged track.
 type Acked = Arc<Mutex<Vec<(String, String, String)>>>;
 
@@ -49,16 +69,7 @@ async fn killed_while_tracking_keeps_every_acknowledged_event(engine: Engine) {
     let mut child = spawn_server(&app.config, port);
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(r) = client.get(format!("{base}/health")).send().await
-            && r.status() == 200
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the child server did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_healthy(&client, &base).await;
 
     let acked: Acked = Arc::default();
     let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));

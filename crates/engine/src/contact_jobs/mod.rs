@@ -1,0 +1,202 @@
+//! The worker of contact jobs: CSV imports ([`import`]) and bulk operations ([`bulk`]).
+//!
+//! Guarantees (docs/imports.md):
+//! - Jobs come from the durable queue (kinds `contacts.import`, `contacts.bulk`), claimed
+//!   under a lease that a heartbeat renews every third of the lease while the job runs; a job
+//!   whose worker died is claimed again once its lease expires, on any node.
+//! - Work is committed in batches. Each batch transaction first makes the fenced write on the
+//!   queue job ([`jobs::hold`]), then its effects, then the job's checkpoint; a worker whose
+//!   lease was taken over commits nothing. A resumed job starts after the last committed
+//!   batch, so no row is done twice and the counts stay exact.
+//! - The last batch, the final result and the queue ack commit together. A job that keeps
+//!   failing ends `failed` with its reason after `send_max_attempts` attempts.
+
+pub mod bulk;
+pub mod import;
+
+use std::time::Duration;
+
+use herald_core::contact_jobs::{IMPORT_KIND, JobState};
+use herald_core::ids::Uuid;
+use herald_store::jobs::{self, Job};
+use herald_store::{StoreError, StoreResult, Tx};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::Engine;
+
+/// How often an idle worker looks for new jobs (work queued on this node wakes it at once).
+const IDLE_POLL: Duration = Duration::from_millis(500);
+
+/// A job in hand: the queue job and its claim.
+pub(crate) struct Held {
+    pub job_id: Uuid,
+    pub token: Uuid,
+    pub contact_job: Uuid,
+}
+
+impl Held {
+    /// Opens a batch transaction whose first write is the fenced hold of the queue job;
+    /// `None` when the lease was lost (the caller stops and changes nothing).
+    pub(crate) async fn begin(&self, engine: &Engine) -> StoreResult<Option<Tx>> {
+        let mut tx = engine.store.begin().await?;
+        if jobs::hold(&mut tx, self.job_id, self.token, engine.now()).await? {
+            Ok(Some(tx))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Ends the job with `state` and `result` and acks the queue job in `tx`, then commits.
+    pub(crate) async fn finish(
+        &self,
+        engine: &Engine,
+        mut tx: Tx,
+        state: JobState,
+        result: &Value,
+        reason: Option<&str>,
+    ) -> StoreResult<()> {
+        let now = engine.now();
+        herald_store::contact_jobs::finish(&mut tx, self.contact_job, state, result, reason, now)
+            .await?;
+        if jobs::complete(&mut tx, self.job_id, self.token).await? {
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the contact jobs of queue `kind` (one at a time) until `shutdown`. Imports and bulk
+/// jobs have a loop each, so a long import does not hold up a bulk operation.
+pub async fn run_contact_jobs(
+    engine: Engine,
+    kind: &'static str,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        // Registered before the claim, so a job queued meanwhile on this node wakes us.
+        let notified = engine.contact_jobs_wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let lease = lease_ms(&engine);
+        match engine.store.claim_jobs(kind, 1, engine.now(), lease).await {
+            Ok(claimed) if !claimed.is_empty() => {
+                for job in claimed {
+                    run_one(&engine, job).await;
+                }
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, kind, "claiming contact jobs failed"),
+        }
+        tokio::select! {
+            _ = &mut notified => {}
+            _ = tokio::time::sleep(IDLE_POLL) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+fn lease_ms(engine: &Engine) -> i64 {
+    i64::try_from(engine.settings.send_lease.as_millis()).unwrap_or(10_000)
+}
+
+/// Runs one claimed job with its lease kept alive, then settles errors.
+async fn run_one(engine: &Engine, job: Job) {
+    let Some(contact_job) = job
+        .payload
+        .0
+        .get("jobId")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<Uuid>().ok())
+    else {
+        settle_error(engine, &job, None, "the job names no contact job").await;
+        return;
+    };
+    let held = Held {
+        job_id: job.id,
+        token: job.lease_token,
+        contact_job,
+    };
+    let (stop, stopped) = watch::channel(false);
+    let heartbeat = tokio::spawn(heartbeat(engine.clone(), job.id, job.lease_token, stopped));
+    let outcome = if job.attempts > job.max_attempts {
+        Err(StoreError::Other(anyhow::anyhow!(
+            "the job was interrupted {} times",
+            job.attempts - 1
+        )))
+    } else {
+        let _ = engine
+            .store
+            .mark_contact_job_active(contact_job, engine.now())
+            .await;
+        match job.kind.as_str() {
+            IMPORT_KIND => import::run(engine, &held).await,
+            _ => bulk::run(engine, &held).await,
+        }
+    };
+    let _ = stop.send(true);
+    let _ = heartbeat.await;
+    if let Err(e) = outcome {
+        tracing::warn!(error = %e, job = %job.id, "contact job failed");
+        settle_error(engine, &job, Some(contact_job), &e.to_string()).await;
+    }
+}
+
+/// Retries a failed attempt later, or ends the job `failed` once its attempts are spent.
+async fn settle_error(engine: &Engine, job: &Job, contact_job: Option<Uuid>, error: &str) {
+    let now = engine.now();
+    let result: StoreResult<()> = async {
+        let mut tx = engine.store.begin().await?;
+        if job.attempts >= job.max_attempts || contact_job.is_none() {
+            if jobs::fail(&mut tx, job.id, job.lease_token, error, now).await? {
+                if let Some(id) = contact_job {
+                    let empty = serde_json::json!({});
+                    herald_store::contact_jobs::finish(
+                        &mut tx,
+                        id,
+                        JobState::Failed,
+                        &empty,
+                        Some(error),
+                        now,
+                    )
+                    .await?;
+                }
+                tx.commit().await?;
+            }
+        } else {
+            let backoff = 1000 * i64::from(job.attempts.clamp(1, 30));
+            if jobs::retry(&mut tx, job.id, job.lease_token, now + backoff, error, now).await? {
+                tx.commit().await?;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::error!(error = %e, job = %job.id, "recording a contact job failure failed");
+    }
+}
+
+/// Renews the job's lease every third of the lease until told to stop or the lease is lost.
+async fn heartbeat(engine: Engine, id: Uuid, token: Uuid, mut stop: watch::Receiver<bool>) {
+    let lease = lease_ms(&engine);
+    let every = Duration::from_millis(u64::try_from(lease / 3).unwrap_or(1000).max(50));
+    loop {
+        if crate::sleep_or_shutdown(&mut stop, every).await {
+            return;
+        }
+        match engine
+            .store
+            .extend_leases(&[(id, token)], engine.now() + lease)
+            .await
+        {
+            Ok(kept) if kept.is_empty() => return,
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, job = %id, "extending a contact job lease failed"),
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Many contacts at once, for imports and bulk operations, with the rules of the one-contact
+//! write path (`contacts.rs`): new contacts are inserted by multi-row statements; existing
+//! ones go through the same update as `PATCH /contacts/:id` (custom-field merge, subscription
+//! events, suppression lift), so a rule lives once.
+
+use std::collections::HashMap;
+
+use herald_core::fields::DataPatch;
+use herald_core::ids::{Uuid, new_id};
+use herald_core::time::Millis;
+use serde_json::Map;
+use sqlx::AssertSqlSafe;
+use sqlx::types::Json;
+
+use crate::contacts::{COLUMNS, Contact, ContactRow, ContactUpdate, ContactUpsert, apply_update};
+use crate::{Dialect, StoreResult, Tx};
+
+/// One row of a batch upsert; emails are validated, normalised and unique within a batch.
+pub struct BatchRow<'a> {
+    pub email: &'a str,
+    pub subscribed: Option<bool>,
+    pub patch: &'a DataPatch,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchOutcome {
+    pub created: u64,
+    pub updated: u64,
+}
+
+/// Rows per multi-row INSERT (7 values each, well inside both engines' bind limits).
+const INSERT_CHUNK: usize = 500;
+
+/// Upserts `rows` by email inside `tx`; a new contact without `subscribed` gets
+/// `default_subscribed`.
+pub async fn upsert_batch(
+    tx: &mut Tx,
+    project_id: Uuid,
+    rows: &[BatchRow<'_>],
+    default_subscribed: bool,
+    now: Millis,
+) -> StoreResult<BatchOutcome> {
+    let mut out = BatchOutcome::default();
+    let emails: Vec<&str> = rows.iter().map(|r| r.email).collect();
+    let mut existing: HashMap<String, Contact> = select_by_emails(tx, project_id, &emails)
+        .await?
+        .into_iter()
+        .map(|c| (c.email.clone(), c))
+        .collect();
+    let (old, new): (Vec<&BatchRow>, Vec<&BatchRow>) =
+        rows.iter().partition(|r| existing.contains_key(r.email));
+    for row in old {
+        if let Some(contact) = existing.remove(row.email) {
+            let change = ContactUpdate {
+                email: None,
+                subscribed: row.subscribed,
+                patch: row.patch,
+                now,
+            };
+            apply_update(tx, project_id, contact, &change).await?;
+            out.updated += 1;
+        }
+    }
+    for chunk in new.chunks(INSERT_CHUNK) {
+        let inserted = insert_new(tx, project_id, chunk, default_subscribed, now).await?;
+        // The field types of the inserted rows at once: the first value of each key decides,
+        // as when the rows are upserted one by one.
+        // (Objects give dotted paths per row, so a row holding one is recorded on its own.)
+        let mut types = DataPatch::default();
+        for row in chunk.iter().filter(|r| inserted.contains(r.email)) {
+            if row.patch.set.values().any(serde_json::Value::is_object) {
+                crate::fields::record_types(tx, project_id, row.patch, now).await?;
+                continue;
+            }
+            for (k, v) in &row.patch.set {
+                types.set.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        crate::fields::record_types(tx, project_id, &types, now).await?;
+        for row in chunk {
+            if inserted.contains(row.email) {
+                out.created += 1;
+                continue;
+            }
+            // Created meanwhile by another writer: the one-contact upsert updates it.
+            let upsert = ContactUpsert {
+                project_id,
+                email: row.email,
+                subscribed: row.subscribed,
+                default_subscribed,
+                patch: row.patch,
+                now,
+            };
+            if crate::contacts::upsert_contact(tx, &upsert).await?.is_new {
+                out.created += 1;
+            } else {
+                out.updated += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn select_by_emails(
+    tx: &mut Tx,
+    project_id: Uuid,
+    emails: &[&str],
+) -> StoreResult<Vec<Contact>> {
+    if emails.is_empty() {
+        return Ok(Vec::new());
+    }
+    let q = if tx.dialect() == Dialect::Postgres {
+        format!(
+            "SELECT {COLUMNS} FROM contacts WHERE project_id = $1 \
+             AND email IN (SELECT jsonb_array_elements_text($2::jsonb)) FOR UPDATE"
+        )
+    } else {
+        format!(
+            "SELECT {COLUMNS} FROM contacts WHERE project_id = $1 \
+             AND email IN (SELECT value FROM json_each($2))"
+        )
+    };
+    let list = Json(emails);
+    let rows: Vec<ContactRow> = db_tx!(tx, |conn| {
+        sqlx::query_as(AssertSqlSafe(q.as_str()))
+            .bind(project_id)
+            .bind(list)
+            .fetch_all(&mut *conn)
+            .await?
+    });
+    Ok(rows.into_iter().map(Contact::from).collect())
+}
+
+/// Inserts the rows as new contacts; returns the emails inserted (others already existed).
+async fn insert_new(
+    tx: &mut Tx,
+    project_id: Uuid,
+    rows: &[&BatchRow<'_>],
+    default_subscribed: bool,
+    now: Millis,
+) -> StoreResult<std::collections::HashSet<String>> {
+    if rows.is_empty() {
+        return Ok(Default::default());
+    }
+    // ($3, $1, $4, $5, $6, $2, $2), ...: id, email, subscribed, data per row.
+    let values: Vec<String> = (0..rows.len())
+        .map(|i| {
+            let b = 3 + 4 * i;
+            format!("(${b}, $1, ${}, ${}, ${}, $2, $2)", b + 1, b + 2, b + 3)
+        })
+        .collect();
+    let q = format!(
+        "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
+         VALUES {} ON CONFLICT (project_id, email) DO NOTHING RETURNING email",
+        values.join(", ")
+    );
+    let data: Vec<Map<String, serde_json::Value>> = rows
+        .iter()
+        .map(|r| {
+            let mut d = Map::new();
+            r.patch.apply(&mut d);
+            d
+        })
+        .collect();
+    let inserted: Vec<(String,)> = db_tx!(tx, |conn| {
+        let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()))
+            .bind(project_id)
+            .bind(now);
+        for (row, d) in rows.iter().zip(&data) {
+            query = query
+                .bind(new_id())
+                .bind(row.email)
+                .bind(row.subscribed.unwrap_or(default_subscribed))
+                .bind(Json(d));
+        }
+        query.fetch_all(&mut *conn).await?
+    });
+    Ok(inserted.into_iter().map(|(e,)| e).collect())
+}
+
+/// Sets one contact's subscription with the PATCH rules (event, suppression lift): `None`
+/// when the project has no such contact, else whether it changed.
+pub async fn set_subscribed(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+    subscribed: bool,
+    now: Millis,
+) -> StoreResult<Option<bool>> {
+    let Some(contact) = crate::contacts::select_by_id_locked(tx, project_id, id).await? else {
+        return Ok(None);
+    };
+    if contact.subscribed == subscribed {
+        return Ok(Some(false));
+    }
+    let patch = DataPatch::default();
+    let change = ContactUpdate {
+        email: None,
+        subscribed: Some(subscribed),
+        patch: &patch,
+        now,
+    };
+    apply_update(tx, project_id, contact, &change).await?;
+    Ok(Some(true))
+}
+
+/// Deletes one contact (its events go with it); false when the project has no such contact.
+pub async fn delete(tx: &mut Tx, project_id: Uuid, id: Uuid) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
+        sqlx::query("DELETE FROM contacts WHERE project_id = $1 AND id = $2")
+            .bind(project_id)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+    });
+    Ok(n > 0)
+}
