@@ -2,6 +2,7 @@
 //! and the OpenAPI document generated from the handlers' annotations.
 #![forbid(unsafe_code)]
 
+pub mod account_mail;
 pub mod auth;
 pub mod body_budget;
 pub mod cors;
@@ -40,6 +41,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::accounts::router())
+        .merge(routes::account_tokens::router())
         .merge(routes::contacts::router())
         .merge(routes::fields::router())
         .merge(routes::events::router())

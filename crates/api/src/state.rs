@@ -27,6 +27,14 @@ pub struct ApiSettings {
     pub password_hash_queue: usize,
     /// Bytes of large request bodies (declared over 64 KiB) read at once; more wait.
     pub body_budget_bytes: usize,
+    /// Sender of Herald's own account mail.
+    pub system_from: String,
+    /// Sign-in waits for a verified address (403 EMAIL_VERIFICATION_REQUIRED).
+    pub require_email_verification: bool,
+    /// Unauthenticated account routes: requests per minute per client address and route.
+    pub auth_rate_limit_per_minute: u32,
+    /// Peers trusted to name the client in `X-Forwarded-For`.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 pub struct Inner {

@@ -2,6 +2,7 @@
 //! the template language. Everything here is deterministic and safe on any input.
 #![forbid(unsafe_code)]
 
+pub mod account;
 pub mod clock;
 pub mod email;
 pub mod events;

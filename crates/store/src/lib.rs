@@ -13,6 +13,7 @@
 
 #[macro_use]
 mod engine;
+pub mod account_tokens;
 pub mod accounts;
 pub mod activity;
 pub mod blobs;
@@ -32,6 +33,7 @@ pub mod messages;
 mod metrics;
 pub mod retention;
 mod savepoint;
+pub mod sessions;
 pub mod suppressions;
 pub mod templates;
 pub mod tracked;

@@ -5,6 +5,8 @@ mod helpers;
 mod mail_setup;
 
 mod acceptance;
+mod account_setup;
+mod account_tokens;
 mod accounts;
 mod activity;
 mod attachments;
