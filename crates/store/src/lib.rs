@@ -29,6 +29,7 @@ pub mod feedback;
 pub mod fields;
 pub mod jobs;
 mod like;
+pub mod members;
 pub mod messages;
 mod metrics;
 pub mod retention;

@@ -10,6 +10,7 @@ pub mod events;
 pub mod fields;
 pub mod health;
 pub mod list_pages;
+pub mod members;
 pub mod send;
 pub mod send_attachments;
 pub mod send_parse;
