@@ -42,6 +42,8 @@ pub struct Inner {
     pub engine: Engine,
     pub settings: ApiSettings,
     pub limiter: RateLimiter,
+    /// Unauthenticated account routes, per client address and route.
+    pub auth_limiter: RateLimiter<(std::net::IpAddr, &'static str)>,
     pub sessions: SessionKeys,
     pub passwords: PasswordPool,
     pub body_budget: BodyBudget,
@@ -73,6 +75,7 @@ impl AppState {
             store,
             engine,
             limiter: RateLimiter::new(settings.rate_limit_per_minute),
+            auth_limiter: RateLimiter::new(settings.auth_rate_limit_per_minute),
             sessions,
             passwords,
             body_budget: BodyBudget::new(settings.body_budget_bytes),

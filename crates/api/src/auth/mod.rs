@@ -6,6 +6,7 @@
 //! and refuses writes to a disabled project, and cross-site writes carrying the session cookie
 //! ([`cross_site`]).
 
+pub mod client_limit;
 pub mod cross_site;
 pub mod keys;
 pub mod login_throttle;
@@ -79,6 +80,9 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         req.extensions_mut().insert(Principal::Anonymous);
         return next.run(req).await;
     }
+    if let Some(refusal) = client_limit::check(&state, &req) {
+        return refusal;
+    }
     let principal = match resolve(&state, req.method(), req.headers()).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -126,7 +130,7 @@ fn is_write(m: &Method) -> bool {
     )
 }
 
-fn rate_headers(h: &mut HeaderMap, d: &Decision) {
+pub(crate) fn rate_headers(h: &mut HeaderMap, d: &Decision) {
     for (name, value) in [
         ("ratelimit-limit", d.limit as u64),
         ("ratelimit-remaining", d.remaining as u64),

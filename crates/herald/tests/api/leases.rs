@@ -35,7 +35,9 @@ async fn queued_message(app: &TestApp, max_attempts: i32, now: Millis) -> (Uuid,
         .await
         .expect("claim");
     assert!(
-        parked.iter().any(|j| j.project_id == Some(uuid::Uuid::nil())),
+        parked
+            .iter()
+            .any(|j| j.project_id == Some(uuid::Uuid::nil())),
         "the verification mail's job"
     );
     let id = new_id();
