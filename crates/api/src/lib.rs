@@ -78,6 +78,8 @@ pub fn router(state: AppState) -> Router {
         get(move || async move { ([("content-type", "application/json")], doc_json) }),
     )
     .route("/metrics", get(metrics::scrape))
+    // The pages of account mail links: inside authentication for the per-client limit.
+    .merge(routes::account_pages::router())
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
     // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.

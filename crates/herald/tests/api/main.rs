@@ -7,6 +7,7 @@ mod mail_setup;
 mod acceptance;
 mod account_limits;
 mod account_members;
+mod account_pages;
 mod account_setup;
 mod account_tokens;
 mod accounts;
