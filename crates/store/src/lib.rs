@@ -32,6 +32,7 @@ mod like;
 pub mod members;
 pub mod messages;
 mod metrics;
+pub mod project_reset;
 pub mod retention;
 mod savepoint;
 pub mod sessions;

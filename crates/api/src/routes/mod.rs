@@ -12,6 +12,7 @@ pub mod fields;
 pub mod health;
 pub mod list_pages;
 pub mod members;
+pub mod project_admin;
 pub mod send;
 pub mod send_attachments;
 pub mod send_parse;
