@@ -44,6 +44,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::account_tokens::router())
         .merge(routes::members::router())
         .merge(routes::project_admin::router())
+        .merge(routes::security::router())
         .merge(routes::contacts::router())
         .merge(routes::fields::router())
         .merge(routes::events::router())

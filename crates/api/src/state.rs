@@ -35,6 +35,17 @@ pub struct ApiSettings {
     pub auth_rate_limit_per_minute: u32,
     /// Peers trusted to name the client in `X-Forwarded-For`.
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    pub security: SecurityThresholds,
+}
+
+/// Bounce and complaint rates (fractions) reported as warning / critical.
+#[derive(Clone, Copy, Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityThresholds {
+    pub bounce_warning: f64,
+    pub bounce_critical: f64,
+    pub complaint_warning: f64,
+    pub complaint_critical: f64,
 }
 
 pub struct Inner {

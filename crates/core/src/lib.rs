@@ -19,6 +19,7 @@ pub mod message_status;
 pub mod redact;
 pub mod rules;
 pub mod secret;
+pub mod security;
 pub mod template;
 pub mod time;
 pub mod verify;

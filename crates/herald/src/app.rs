@@ -69,6 +69,12 @@ impl Application {
                 .iter()
                 .filter_map(|p| p.trim().parse().ok())
                 .collect(),
+            security: herald_api::state::SecurityThresholds {
+                bounce_warning: config.bounce_rate_warning,
+                bounce_critical: config.bounce_rate_critical,
+                complaint_warning: config.complaint_rate_warning,
+                complaint_critical: config.complaint_rate_critical,
+            },
         };
         herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();

@@ -106,6 +106,12 @@ pub struct Config {
     /// comma-separated list.
     #[serde(deserialize_with = "list_or_commas")]
     pub trusted_proxies: Vec<String>,
+    /// Bounce rate (fraction of sent mail) reported as a warning / as critical.
+    pub bounce_rate_warning: f64,
+    pub bounce_rate_critical: f64,
+    /// Complaint rate (fraction of sent mail) reported as a warning / as critical.
+    pub complaint_rate_warning: f64,
+    pub complaint_rate_critical: f64,
 }
 
 /// How log lines are written.
@@ -198,6 +204,10 @@ impl Default for Config {
             require_email_verification: false,
             auth_rate_limit_per_minute: 20,
             trusted_proxies: Vec::new(),
+            bounce_rate_warning: 0.02,
+            bounce_rate_critical: 0.05,
+            complaint_rate_warning: 0.001,
+            complaint_rate_critical: 0.003,
         }
     }
 }

@@ -35,6 +35,7 @@ mod metrics;
 pub mod project_reset;
 pub mod retention;
 mod savepoint;
+pub mod security;
 pub mod sessions;
 pub mod suppressions;
 pub mod templates;

@@ -13,6 +13,7 @@ pub mod health;
 pub mod list_pages;
 pub mod members;
 pub mod project_admin;
+pub mod security;
 pub mod send;
 pub mod send_attachments;
 pub mod send_parse;

@@ -9,6 +9,7 @@ mod account_limits;
 mod account_members;
 mod account_pages;
 mod account_projects;
+mod account_security;
 mod account_setup;
 mod account_tokens;
 mod accounts;
