@@ -82,6 +82,7 @@ pub fn router(state: AppState) -> Router {
     .route("/metrics", get(metrics::scrape))
     // The pages of account mail links: inside authentication for the per-client limit.
     .merge(routes::account_pages::router())
+    .merge(routes::not_implemented::router())
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
     // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.

@@ -12,6 +12,7 @@ pub mod fields;
 pub mod health;
 pub mod list_pages;
 pub mod members;
+pub mod not_implemented;
 pub mod project_admin;
 pub mod security;
 pub mod send;
