@@ -47,6 +47,8 @@ pub struct EngineSettings {
     /// TEST ONLY: a PEM certificate file the SNS verifier trusts when it is fetched from a
     /// loopback `http://127.0.0.1:<port>/` URL, so tests can sign SNS messages without AWS.
     pub sns_test_certificate: Option<PathBuf>,
+    /// When a bounce or complaint disables its project (docs/accounts.md "Security").
+    pub reputation: herald_core::security::CriticalRates,
 }
 
 /// Every field, the relay URL's userinfo (its credential) hidden.
@@ -108,6 +110,7 @@ impl EngineSettings {
             feedback_secret: None,
             sns_topic_arns: Vec::new(),
             sns_test_certificate: None,
+            reputation: Default::default(),
         }
     }
 }

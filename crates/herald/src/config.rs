@@ -112,6 +112,8 @@ pub struct Config {
     /// Complaint rate (fraction of sent mail) reported as a warning / as critical.
     pub complaint_rate_warning: f64,
     pub complaint_rate_critical: f64,
+    /// Messages a project must have sent in 7 days before a critical rate disables it.
+    pub security_min_messages: i64,
 }
 
 /// How log lines are written.
@@ -208,6 +210,7 @@ impl Default for Config {
             bounce_rate_critical: 0.05,
             complaint_rate_warning: 0.001,
             complaint_rate_critical: 0.003,
+            security_min_messages: 100,
         }
     }
 }
@@ -358,6 +361,11 @@ impl Config {
             feedback_secret: self.feedback_secret.clone(),
             sns_topic_arns: self.sns_topic_arns.clone(),
             sns_test_certificate: self.sns_trust_cert_pem.clone(),
+            reputation: herald_core::security::CriticalRates {
+                bounce: self.bounce_rate_critical,
+                complaint: self.complaint_rate_critical,
+                min_messages: self.security_min_messages,
+            },
         }
     }
 

@@ -377,6 +377,14 @@ async fn role_in(state: &AppState, user: Uuid, raw_id: &str) -> ApiResult<(Uuid,
     Ok((id, role))
 }
 
+/// A disabled project refuses writes on the account routes too (403 `PROJECT_DISABLED`).
+async fn refuse_if_disabled(state: &AppState, id: Uuid) -> ApiResult<()> {
+    match state.store.project_by_id(id).await? {
+        Some(p) => crate::routes::members::require_enabled(&p),
+        None => Err(ApiError::not_found("NOT_FOUND", "Project")),
+    }
+}
+
 fn require_manager(role: Role) -> ApiResult<()> {
     if role.can_manage() {
         Ok(())
@@ -477,6 +485,7 @@ async fn regenerate_keys(
 ) -> ApiResult<Json<ProjectResponse>> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
     require_manager(role)?;
+    refuse_if_disabled(&state, id).await?;
     let keys = NewKeys::generate();
     let project = state
         .store

@@ -21,6 +21,35 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(project_security))
         .routes(routes!(account_project_security))
+        .routes(routes!(enable_project))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EnableResponse {
+    /// False when the project was not disabled.
+    pub enabled: bool,
+}
+
+/// Re-enables a project disabled for its bounce or complaint rate (owner only).
+#[utoipa::path(post, path = "/users/@me/projects/{id}/enable", tag = "account", params(("id" = String, Path)),
+    responses((status = 200, body = EnableResponse), (status = 403), (status = 404)))]
+async fn enable_project(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<EnableResponse>> {
+    let (project, role) = project_access(&state, auth.user, &id).await?;
+    if role != herald_core::kinds::Role::Owner {
+        return Err(crate::error::ApiError::forbidden(
+            "FORBIDDEN",
+            "Only an owner can re-enable the project",
+        ));
+    }
+    let enabled = state
+        .store
+        .enable_project(project.id, state.engine.now())
+        .await?;
+    Ok(Json(EnableResponse { enabled }))
 }
 
 const WEEK_MS: i64 = 7 * 24 * 3600 * 1000;

@@ -322,7 +322,10 @@ impl Worker {
             source: "SMTP",
             attempt: true,
         };
-        apply_feedback(&mut tx, &target_of(msg), &fb, now).await?;
+        let target = target_of(msg);
+        let moved = apply_feedback(&mut tx, &target, &fb, now).await?;
+        let limits = &self.engine.settings.reputation;
+        crate::feedback::apply::guard_reputation(&mut tx, &target, &fb, moved, limits, now).await?;
         tx.commit().await
     }
 

@@ -10,7 +10,10 @@ use crate::both_engines;
 use crate::helpers::{Engine, expect_error, expect_json};
 use crate::mail_setup::{DOMAIN, mail_world, message_ids, send, wait_status};
 
-both_engines!(security_reports_rates_levels_and_thresholds);
+both_engines!(
+    security_reports_rates_levels_and_thresholds,
+    a_critical_bounce_rate_disables_the_project_until_an_owner_enables_it,
+);
 
 async fn security_reports_rates_levels_and_thresholds(engine: Engine) {
     let w = mail_world(engine, |c| c.bounce_rate_critical = 0.4).await;
@@ -81,4 +84,91 @@ async fn security_reports_rates_levels_and_thresholds(engine: Engine) {
         .call_with(&stranger, Method::GET, &path, None, None)
         .await;
     expect_error(res, 403, "PROJECT_ACCESS_DENIED").await;
+}
+
+async fn a_critical_bounce_rate_disables_the_project_until_an_owner_enables_it(engine: Engine) {
+    let w = mail_world(engine, |c| {
+        c.bounce_rate_critical = 0.4;
+        c.security_min_messages = 2;
+    })
+    .await;
+    let (app, p) = (&w.app, &w.project);
+    let sk = &p.secret_key;
+    w.sink.refuse_recipient("gone@example.org");
+    // One delivered, then one bounced: at the bounce, 1 of 2 (50 %) is over the 40 %.
+    for to in ["here@example.org", "gone@example.org"] {
+        let body = json!({"to": to, "from": format!("x@{DOMAIN}"), "subject": "S", "body": "B"});
+        let id = message_ids(&expect_json(send(&w, &body).await, 200).await)[0].clone();
+        let want = if to.starts_with("gone") {
+            "BOUNCED"
+        } else {
+            "SENT"
+        };
+        wait_status(app, sk, &id, &[want], Duration::from_secs(15)).await;
+    }
+    let path = format!("/projects/{}/security", p.id);
+    let s = expect_json(
+        app.call_with(&p.owner, Method::GET, &path, None, None)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(s["disabled"], true, "{s}");
+    assert!(
+        s["disabledReason"]
+            .as_str()
+            .unwrap()
+            .contains("Bounce rate"),
+        "{s}"
+    );
+    // Writes are refused: with the key, and on the account routes.
+    let res = app
+        .post("/contacts", sk, &json!({"email": "new@example.org"}))
+        .await;
+    expect_error(res, 403, "PROJECT_DISABLED").await;
+    let keys = format!("/users/@me/projects/{}/regenerate-keys", p.id);
+    let res = app
+        .call_with(&p.owner, Method::POST, &keys, None, Some(&json!({})))
+        .await;
+    expect_error(res, 403, "PROJECT_DISABLED").await;
+    // Reads still work.
+    expect_json(app.get("/contacts", sk).await, 200).await;
+    // An admin cannot re-enable; the owner can.
+    let enable = format!("/users/@me/projects/{}/enable", p.id);
+    app.signup("admin-sec@example.com").await;
+    let res = app
+        .call_with(
+            &p.owner,
+            Method::POST,
+            &format!("/projects/{}/members", p.id),
+            None,
+            Some(&json!({"email": "admin-sec@example.com", "role": "ADMIN"})),
+        )
+        .await;
+    expect_error(res, 403, "PROJECT_DISABLED").await;
+    let res = app
+        .call_with(&p.owner, Method::POST, &enable, None, Some(&json!({})))
+        .await;
+    assert_eq!(expect_json(res, 200).await["enabled"], true);
+    let res = app
+        .post("/contacts", sk, &json!({"email": "new@example.org"}))
+        .await;
+    assert!(res.status().is_success(), "{}", res.status());
+    let (admin, _) =
+        crate::account_setup::login(app, "admin-sec@example.com", crate::account_setup::PASSWORD)
+            .await;
+    let res = app
+        .call_with(
+            &p.owner,
+            Method::POST,
+            &format!("/projects/{}/members", p.id),
+            None,
+            Some(&json!({"email": "admin-sec@example.com", "role": "ADMIN"})),
+        )
+        .await;
+    expect_json(res, 201).await;
+    let res = app
+        .call_with(&admin, Method::POST, &enable, None, Some(&json!({})))
+        .await;
+    expect_error(res, 403, "FORBIDDEN").await;
 }
