@@ -2,6 +2,7 @@
 //! and the OpenAPI document generated from the handlers' annotations.
 #![forbid(unsafe_code)]
 
+pub mod account_mail;
 pub mod auth;
 pub mod body_budget;
 pub mod cors;
@@ -40,6 +41,10 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::accounts::router())
+        .merge(routes::account_tokens::router())
+        .merge(routes::members::router())
+        .merge(routes::project_admin::router())
+        .merge(routes::security::router())
         .merge(routes::contacts::router())
         .merge(routes::contact_jobs::router())
         .merge(routes::fields::router())
@@ -80,6 +85,9 @@ pub fn router(state: AppState) -> Router {
         get(move || async move { ([("content-type", "application/json")], doc_json) }),
     )
     .route("/metrics", get(metrics::scrape))
+    // The pages of account mail links: inside authentication for the per-client limit.
+    .merge(routes::account_pages::router())
+    .merge(routes::not_implemented::router())
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
     // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.

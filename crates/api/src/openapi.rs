@@ -56,6 +56,10 @@ const PUBLIC: &[&str] = &[
     "/auth/signup",
     "/auth/login",
     "/auth/logout",
+    "/auth/verify-email",
+    "/auth/request-verification",
+    "/auth/request-password-reset",
+    "/auth/reset-password",
     "/webhooks/notifications",
 ];
 
@@ -72,7 +76,7 @@ fn caller(path: &str) -> Caller {
         Caller::AnyKey
     } else if PUBLIC.contains(&path) {
         Caller::Anyone
-    } else if path.starts_with("/users/") {
+    } else if path.starts_with("/users/") || path.starts_with("/projects/") {
         Caller::User
     } else {
         Caller::Project

@@ -1,14 +1,19 @@
-//! Requests per minute per project, in fixed one-minute windows (single node; a later issue
+//! Requests per minute per key (a project; or a client address and route for the
+//! unauthenticated account routes), in fixed one-minute windows (single node; a later issue
 //! makes it cluster-wide through the database).
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 
 use herald_core::ids::Uuid;
 
-pub struct RateLimiter {
+/// Past this many keys, the entries of past windows are dropped (client addresses are many).
+const PRUNE_AT: usize = 10_000;
+
+pub struct RateLimiter<K = Uuid> {
     limit: u32,
-    windows: Mutex<HashMap<Uuid, (u64, u32)>>,
+    windows: Mutex<HashMap<K, (u64, u32)>>,
 }
 
 /// The outcome for one request, with what the `RateLimit-*` headers say.
@@ -21,7 +26,7 @@ pub struct Decision {
     pub reset: u64,
 }
 
-impl RateLimiter {
+impl<K: Hash + Eq> RateLimiter<K> {
     pub fn new(limit_per_minute: u32) -> Self {
         Self {
             limit: limit_per_minute.max(1),
@@ -29,11 +34,14 @@ impl RateLimiter {
         }
     }
 
-    pub fn check(&self, project: Uuid, now_secs: u64) -> Decision {
+    pub fn check(&self, key: K, now_secs: u64) -> Decision {
         let window = now_secs / 60;
         let reset = 60 - now_secs % 60;
         let mut map = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = map.entry(project).or_insert((window, 0));
+        if map.len() >= PRUNE_AT {
+            map.retain(|_, (w, _)| *w == window);
+        }
+        let entry = map.entry(key).or_insert((window, 0));
         if entry.0 != window {
             *entry = (window, 0);
         }
@@ -56,7 +64,7 @@ mod tests {
 
     #[test]
     fn refuses_past_the_limit_until_the_next_window() {
-        let rl = RateLimiter::new(2);
+        let rl: RateLimiter = RateLimiter::new(2);
         let p = Uuid::now_v7();
         assert!(rl.check(p, 120).allowed);
         let d = rl.check(p, 121);

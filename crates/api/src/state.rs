@@ -27,6 +27,25 @@ pub struct ApiSettings {
     pub password_hash_queue: usize,
     /// Bytes of large request bodies (declared over 64 KiB) read at once; more wait.
     pub body_budget_bytes: usize,
+    /// Sender of Herald's own account mail.
+    pub system_from: String,
+    /// Sign-in waits for a verified address (403 EMAIL_VERIFICATION_REQUIRED).
+    pub require_email_verification: bool,
+    /// Unauthenticated account routes: requests per minute per client address and route.
+    pub auth_rate_limit_per_minute: u32,
+    /// Peers trusted to name the client in `X-Forwarded-For`.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+    pub security: SecurityThresholds,
+}
+
+/// Bounce and complaint rates (fractions) reported as warning / critical.
+#[derive(Clone, Copy, Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityThresholds {
+    pub bounce_warning: f64,
+    pub bounce_critical: f64,
+    pub complaint_warning: f64,
+    pub complaint_critical: f64,
 }
 
 pub struct Inner {
@@ -34,6 +53,8 @@ pub struct Inner {
     pub engine: Engine,
     pub settings: ApiSettings,
     pub limiter: RateLimiter,
+    /// Unauthenticated account routes, per client address and route.
+    pub auth_limiter: RateLimiter<(std::net::IpAddr, &'static str)>,
     pub sessions: SessionKeys,
     pub passwords: PasswordPool,
     pub body_budget: BodyBudget,
@@ -65,6 +86,7 @@ impl AppState {
             store,
             engine,
             limiter: RateLimiter::new(settings.rate_limit_per_minute),
+            auth_limiter: RateLimiter::new(settings.auth_rate_limit_per_minute),
             sessions,
             passwords,
             body_budget: BodyBudget::new(settings.body_budget_bytes),

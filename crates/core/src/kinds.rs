@@ -212,3 +212,18 @@ mod tests {
         assert!(!Role::Member.can_manage());
     }
 }
+
+/// What a mailed account token is for (DECISIONS.md "Accounts").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TokenKind {
+    VerifyEmail,
+    PasswordReset,
+    Invitation,
+}
+
+names!(TokenKind, "token kind", "VERIFY_EMAIL, PASSWORD_RESET or INVITATION", {
+    VerifyEmail => "VERIFY_EMAIL",
+    PasswordReset => "PASSWORD_RESET",
+    Invitation => "INVITATION",
+});

@@ -2,6 +2,7 @@
 //! the template language. Everything here is deterministic and safe on any input.
 #![forbid(unsafe_code)]
 
+pub mod account;
 pub mod analytics;
 pub mod clock;
 pub mod contact_import;
@@ -23,6 +24,7 @@ pub mod message_status;
 pub mod redact;
 pub mod rules;
 pub mod secret;
+pub mod security;
 pub mod segments;
 pub mod template;
 pub mod time;

@@ -53,6 +53,8 @@ pub struct EngineSettings {
     pub uploads_dir: PathBuf,
     /// Largest uploaded image in bytes.
     pub upload_max_bytes: usize,
+    /// When a bounce or complaint disables its project (docs/accounts.md "Security").
+    pub reputation: herald_core::security::CriticalRates,
 }
 
 /// Every field, the relay URL's userinfo (its credential) hidden.
@@ -120,6 +122,7 @@ impl EngineSettings {
             import_batch_rows: 2000,
             uploads_dir: data_dir.join("uploads"),
             upload_max_bytes: 5 * 1024 * 1024,
+            reputation: Default::default(),
         }
     }
 }

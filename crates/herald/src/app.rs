@@ -61,6 +61,20 @@ impl Application {
             password_hash_threads: config.password_hash_threads(),
             password_hash_queue: config.password_hash_queue,
             body_budget_bytes: config.body_budget_bytes,
+            system_from: config.system_from.clone(),
+            require_email_verification: config.require_email_verification,
+            auth_rate_limit_per_minute: config.auth_rate_limit_per_minute,
+            trusted_proxies: config
+                .trusted_proxies
+                .iter()
+                .filter_map(|p| p.trim().parse().ok())
+                .collect(),
+            security: herald_api::state::SecurityThresholds {
+                bounce_warning: config.bounce_rate_warning,
+                bounce_critical: config.bounce_rate_critical,
+                complaint_warning: config.complaint_rate_warning,
+                complaint_critical: config.complaint_rate_critical,
+            },
         };
         herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();

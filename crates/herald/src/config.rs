@@ -99,6 +99,25 @@ pub struct Config {
     pub sns_topic_arns: Vec<String>,
     /// TEST ONLY: a PEM certificate the SNS verifier trusts from a loopback URL.
     pub sns_trust_cert_pem: Option<PathBuf>,
+    /// Sender of Herald's own account mail (verification, password reset, invitations);
+    /// default `herald@<host of public_url>`.
+    pub system_from: String,
+    /// Sign-in refused (403 EMAIL_VERIFICATION_REQUIRED) until the address is verified.
+    pub require_email_verification: bool,
+    /// Requests per minute per client address and route on the unauthenticated account routes.
+    pub auth_rate_limit_per_minute: u32,
+    /// Peers whose `X-Forwarded-For` names the client (IP addresses); in the environment a
+    /// comma-separated list.
+    #[serde(deserialize_with = "list_or_commas")]
+    pub trusted_proxies: Vec<String>,
+    /// Bounce rate (fraction of sent mail) reported as a warning / as critical.
+    pub bounce_rate_warning: f64,
+    pub bounce_rate_critical: f64,
+    /// Complaint rate (fraction of sent mail) reported as a warning / as critical.
+    pub complaint_rate_warning: f64,
+    pub complaint_rate_critical: f64,
+    /// Messages a project must have sent in 7 days before a critical rate disables it.
+    pub security_min_messages: i64,
 }
 
 /// How log lines are written.
@@ -189,6 +208,15 @@ impl Default for Config {
             feedback_secret: None,
             sns_topic_arns: Vec::new(),
             sns_trust_cert_pem: None,
+            system_from: String::new(),
+            require_email_verification: false,
+            auth_rate_limit_per_minute: 20,
+            trusted_proxies: Vec::new(),
+            bounce_rate_warning: 0.02,
+            bounce_rate_critical: 0.05,
+            complaint_rate_warning: 0.001,
+            complaint_rate_critical: 0.003,
+            security_min_messages: 100,
         }
     }
 }
@@ -241,15 +269,28 @@ impl Config {
             self.public_url = format!("http://{}", self.listen);
         }
         self.public_url = self.public_url.trim_end_matches('/').to_owned();
+        let host = self
+            .public_url
+            .split("://")
+            .nth(1)
+            .unwrap_or("")
+            .split(['/', ':'])
+            .next()
+            .unwrap_or("")
+            .to_owned();
+        if self.system_from.trim().is_empty() {
+            // An IP address or a one-label host has no mailbox domain: the reserved
+            // `herald.localhost` (RFC 6761) stands in for it.
+            let bare = host.trim_matches(['[', ']']);
+            let domain = if !host.contains('.') || bare.parse::<std::net::IpAddr>().is_ok() {
+                "herald.localhost"
+            } else {
+                host.as_str()
+            };
+            self.system_from = format!("herald@{domain}");
+        }
         if self.spf_mechanism.is_empty() {
-            let host = self
-                .public_url
-                .split("://")
-                .nth(1)
-                .unwrap_or("")
-                .split(['/', ':'])
-                .next()
-                .unwrap_or("");
+            let host = host.as_str();
             // An IP gets the ip4/ip6 mechanism; a host name its A record.
             self.spf_mechanism = match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
                 Ok(std::net::IpAddr::V4(ip)) => format!("ip4:{ip}"),
@@ -329,6 +370,11 @@ impl Config {
             import_batch_rows: self.import_batch_rows.max(1),
             uploads_dir: self.data_dir.join("uploads"),
             upload_max_bytes: self.upload_max_bytes,
+            reputation: herald_core::security::CriticalRates {
+                bounce: self.bounce_rate_critical,
+                complaint: self.complaint_rate_critical,
+                min_messages: self.security_min_messages,
+            },
         }
     }
 

@@ -67,7 +67,7 @@ pub async fn serve(
         };
         let stream = tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
+                Ok((stream, peer)) => (stream, peer),
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning on the error.
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -77,8 +77,10 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        let (stream, peer) = stream;
         connections.spawn(connection(
             stream,
+            peer,
             router.clone(),
             limits.clone(),
             close_rx.clone(),
@@ -130,6 +132,7 @@ impl Drop for InFlight {
 
 async fn connection(
     stream: TcpStream,
+    peer: std::net::SocketAddr,
     router: Router,
     limits: Arc<ServerLimits>,
     mut close: watch::Receiver<bool>,
@@ -145,7 +148,10 @@ async fn connection(
             activity.in_flight.fetch_add(1, Ordering::Relaxed);
             activity.touch(epoch);
             let guard = InFlight(activity.clone(), epoch);
-            let req = req.map(|body| TimeoutBody::new(body, body_timeout));
+            let mut req = req.map(|body| TimeoutBody::new(body, body_timeout));
+            // The peer's address, for the per-client limits of the account routes.
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
             let call = router.clone().oneshot(req);
             async move {
                 let res = call.await;

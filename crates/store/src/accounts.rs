@@ -13,6 +13,8 @@ pub struct User {
     pub email: String,
     pub password_hash: String,
     pub created_at: Millis,
+    /// When the address was proven by a mailed token; `None` until then.
+    pub email_verified_at: Option<Millis>,
 }
 
 /// Never prints the password hash (an offline-guessable credential).
@@ -23,6 +25,7 @@ impl std::fmt::Debug for User {
             .field("email", &self.email)
             .field("password_hash", &"<redacted>")
             .field("created_at", &self.created_at)
+            .field("email_verified_at", &self.email_verified_at)
             .finish()
     }
 }
@@ -98,7 +101,7 @@ impl Store {
     }
 
     pub async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
-        let q = "SELECT id, email, password_hash, created_at FROM users WHERE email = $1";
+        let q = "SELECT id, email, password_hash, created_at, email_verified_at FROM users WHERE email = $1";
         Ok(db_read!(self, |pool| sqlx::query_as(q)
             .bind(email)
             .fetch_optional(pool)
@@ -106,7 +109,7 @@ impl Store {
     }
 
     pub async fn user_by_id(&self, id: Uuid) -> StoreResult<Option<User>> {
-        let q = "SELECT id, email, password_hash, created_at FROM users WHERE id = $1";
+        let q = "SELECT id, email, password_hash, created_at, email_verified_at FROM users WHERE id = $1";
         Ok(db_read!(self, |pool| sqlx::query_as(q)
             .bind(id)
             .fetch_optional(pool)
@@ -297,6 +300,7 @@ mod debug_tests {
             email: "a@example.com".into(),
             password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into(),
             created_at: 0,
+            email_verified_at: None,
         };
         let d = format!("{user:?} {user:#?}");
         assert!(!d.contains("argon2") && !d.contains("aGFzaA"), "{d}");

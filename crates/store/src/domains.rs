@@ -177,6 +177,23 @@ impl Store {
         }))
     }
 
+    /// A verified row of `domain` in any project: only for Herald's own account mail (the
+    /// system project), which is DKIM-signed when some project verified its sender domain.
+    pub async fn verified_domain_in_any_project(
+        &self,
+        domain: &str,
+    ) -> StoreResult<Option<Domain>> {
+        let q = format!(
+            "SELECT {COLUMNS} FROM domains WHERE domain = $1 AND verified ORDER BY id LIMIT 1"
+        );
+        Ok(db_read!(self, |pool| {
+            sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(domain)
+                .fetch_optional(pool)
+                .await?
+        }))
+    }
+
     /// The sealed DKIM private key of a domain row.
     pub async fn sealed_dkim_key(&self, id: Uuid) -> StoreResult<Option<Vec<u8>>> {
         let row: Option<(Vec<u8>,)> = db_read!(self, |pool| {

@@ -133,6 +133,9 @@ pub struct Tx {
     pub(crate) inner: TxInner,
     pub(crate) known_fields: std::sync::Arc<crate::fields::KnownFields>,
     pub(crate) tracked_segments: std::sync::Arc<crate::ttl_cache::TrackedSegments>,
+    pub(crate) key_cache: std::sync::Arc<crate::ttl_cache::KeyCache>,
+    /// Set by a write that changes a project row: the key cache is cleared after the commit.
+    pub(crate) projects_changed: bool,
 }
 
 pub(crate) enum TxInner {
@@ -152,6 +155,9 @@ impl Tx {
         match self.inner {
             TxInner::Sqlite(t) => t.commit().await?,
             TxInner::Postgres(t) => t.commit().await?,
+        }
+        if self.projects_changed {
+            self.key_cache.clear();
         }
         Ok(())
     }
@@ -271,6 +277,8 @@ impl Store {
             inner,
             known_fields: self.known_fields.clone(),
             tracked_segments: self.tracked_segments.clone(),
+            key_cache: self.key_cache.clone(),
+            projects_changed: false,
         })
     }
 

@@ -13,6 +13,7 @@
 
 #[macro_use]
 mod engine;
+pub mod account_tokens;
 pub mod accounts;
 pub mod activity;
 pub mod analytics;
@@ -33,12 +34,16 @@ pub mod feedback;
 pub mod fields;
 pub mod jobs;
 mod like;
+pub mod members;
 pub mod messages;
 mod metrics;
+pub mod project_reset;
 pub mod retention;
 mod savepoint;
+pub mod security;
 pub mod segment_membership;
 pub mod segments;
+pub mod sessions;
 pub mod suppressions;
 pub mod templates;
 pub mod tracked;

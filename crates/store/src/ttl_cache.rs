@@ -7,7 +7,8 @@
 //!   whether the write enqueues a membership re-evaluation.
 //!
 //! Guarantees: every write of this process that changes a cached answer clears that cache at
-//! once (project settings, new keys, deletion; segment create, update, delete), so on this node
+//! once (project settings, new keys, deletion, disabling and enabling, the disabling on commit;
+//! segment create, update, delete), so on this node
 //! a regenerated key stops working with its commit. Another node may still answer from its
 //! cache for up to [`TTL`]: accept an old key, see old project settings, or skip the
 //! re-evaluation of a contact changed in the second after a tracked segment was created (the

@@ -6,8 +6,10 @@
 //! and refuses writes to a disabled project, and cross-site writes carrying the session cookie
 //! ([`cross_site`]).
 
+pub mod client_limit;
 pub mod cross_site;
 pub mod keys;
+pub mod login_throttle;
 pub mod password;
 pub mod session;
 
@@ -45,12 +47,15 @@ pub enum Principal {
     },
     Session {
         user: Uuid,
+        /// The server-side session (absent for none; logout ends it).
+        sid: String,
         project: Option<(Arc<Project>, Role)>,
     },
     /// A valid session whose `X-Project-Id` names a project the user is not a member of (left
     /// it, or never joined): project routes answer `error`, account routes ignore the header.
     SessionWithoutProject {
         user: Uuid,
+        sid: String,
         error: ApiError,
     },
 }
@@ -74,6 +79,9 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     if req.uri().path().starts_with("/webhooks/") {
         req.extensions_mut().insert(Principal::Anonymous);
         return next.run(req).await;
+    }
+    if let Some(refusal) = client_limit::check(&state, &req) {
+        return refusal;
     }
     let principal = match resolve(&state, req.method(), req.headers()).await {
         Ok(p) => p,
@@ -122,7 +130,7 @@ fn is_write(m: &Method) -> bool {
     )
 }
 
-fn rate_headers(h: &mut HeaderMap, d: &Decision) {
+pub(crate) fn rate_headers(h: &mut HeaderMap, d: &Decision) {
     for (name, value) in [
         ("ratelimit-limit", d.limit as u64),
         ("ratelimit-remaining", d.remaining as u64),
@@ -164,7 +172,7 @@ async fn resolve(
             ));
         }
     }
-    let Some(user) = state.sessions.verify(token) else {
+    let Some((user, sid)) = live_session(state, token).await? else {
         return Ok(Principal::Invalid(ApiError::unauthorized(
             "UNAUTHORIZED",
             "The session has expired or is invalid; sign in again",
@@ -181,6 +189,7 @@ async fn resolve(
             };
             let without = || Principal::SessionWithoutProject {
                 user,
+                sid: sid.clone(),
                 error: denied(),
             };
             let Some(id) = v.to_str().ok().and_then(herald_core::ids::parse_id) else {
@@ -195,7 +204,20 @@ async fn resolve(
             Some((Arc::new(project), role))
         }
     };
-    Ok(Principal::Session { user, project })
+    Ok(Principal::Session { user, sid, project })
+}
+
+/// The user and session of a token whose signature, expiry and server-side session row are
+/// all valid.
+async fn live_session(state: &AppState, token: &str) -> Result<Option<(Uuid, String)>, ApiError> {
+    let Some((user, sid)) = state.sessions.verify(token) else {
+        return Ok(None);
+    };
+    let live = state
+        .store
+        .session_is_live(&sid, user, state.engine.now())
+        .await?;
+    Ok(live.then_some((user, sid)))
 }
 
 async fn resolve_key(state: &AppState, token: &str) -> Result<Principal, ApiError> {
@@ -214,10 +236,11 @@ async fn resolve_key(state: &AppState, token: &str) -> Result<Principal, ApiErro
                 .await?,
             KeyKind::Secret,
         )
-    } else if let Some(user) = state.sessions.verify(token) {
+    } else if let Some((user, sid)) = live_session(state, token).await? {
         // A session token as a bearer token: for scripts that signed in without cookies.
         return Ok(Principal::Session {
             user,
+            sid,
             project: None,
         });
     } else {
@@ -280,6 +303,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ProjectAuth {
             Principal::Session {
                 user,
                 project: Some((project, role)),
+                ..
             } => Ok(ProjectAuth {
                 project,
                 user: Some((user, role)),
@@ -312,6 +336,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ProjectOrUser {
             Principal::Session {
                 user,
                 project: None,
+                ..
             } => Ok(ProjectOrUser::User(user)),
             _ => ProjectAuth::from_request_parts(parts, s)
                 .await
@@ -371,9 +396,11 @@ impl<S: Send + Sync> FromRequestParts<S> for TrackAuth {
 }
 
 /// A signed-in user (account endpoints).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct UserAuth {
     pub user: Uuid,
+    /// The caller's server-side session.
+    pub sid: String,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for UserAuth {
@@ -382,17 +409,38 @@ impl<S: Send + Sync> FromRequestParts<S> for UserAuth {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         match principal(parts) {
             // Account routes ignore X-Project-Id, even one naming a project the user left.
-            Principal::Session { user, .. } | Principal::SessionWithoutProject { user, .. } => {
-                Ok(UserAuth { user })
-            }
+            Principal::Session { user, sid, .. } => Ok(UserAuth { user, sid }),
+            Principal::SessionWithoutProject { user, sid, .. } => Ok(UserAuth { user, sid }),
             Principal::Invalid(e) => Err(e),
             Principal::Key { .. } => Err(ApiError::unauthorized(
-                "UNAUTHORIZED",
+                "INVALID_API_KEY",
                 "Account endpoints need a signed-in user, not an API key",
             )
             .with_suggestion("Sign in with POST /auth/login and send the session cookie")),
             Principal::Anonymous => Err(ApiError::unauthorized("UNAUTHORIZED", "Sign in first")
                 .with_suggestion("POST /auth/login sets the session cookie")),
         }
+    }
+}
+
+/// The caller's session, if the request carries a live one (logout needs no sign-in).
+#[derive(Clone, Debug)]
+pub struct MaybeSession(Option<(Uuid, String)>);
+
+impl MaybeSession {
+    pub fn sid(&self) -> Option<&str> {
+        self.0.as_ref().map(|(_, s)| s.as_str())
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for MaybeSession {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        Ok(MaybeSession(match principal(parts) {
+            Principal::Session { user, sid, .. }
+            | Principal::SessionWithoutProject { user, sid, .. } => Some((user, sid)),
+            _ => None,
+        }))
     }
 }

@@ -1,6 +1,8 @@
 //! The dashboard session: an HS256 JWT in an HttpOnly, SameSite=Lax cookie, valid 7 days.
 //!
 //! Invariants:
+//! - Every token names a server-side session row (`sid`); a token whose row is gone (logout,
+//!   password reset or change) is refused even before it expires (see `auth::resolve`).
 //! - Tokens are signed with a key derived from the server secret for this purpose only
 //!   ([`KeyPurpose::SessionSigning`]), never with the secret itself; changing the secret (or
 //!   the derivation) signs everyone out.
@@ -19,6 +21,7 @@ pub const LIFETIME_SECS: i64 = 7 * 24 * 3600;
 #[derive(Serialize, Deserialize)]
 struct Claims {
     sub: String,
+    sid: String,
     iat: i64,
     exp: i64,
 }
@@ -43,22 +46,30 @@ impl SessionKeys {
         }
     }
 
-    pub fn issue(&self, user: Uuid) -> anyhow::Result<String> {
+    /// A new session id (the server-side row's key).
+    pub fn new_sid() -> String {
+        super::keys::random_hex(16)
+    }
+
+    /// The token of session `sid` of `user`, and when it expires (epoch ms).
+    pub fn issue(&self, user: Uuid, sid: &str) -> anyhow::Result<(String, i64)> {
         let now = self.clock.now() / 1000;
         let claims = Claims {
+            sid: sid.to_owned(),
             sub: user.to_string(),
             iat: now,
             exp: now + LIFETIME_SECS,
         };
-        Ok(encode(
-            &Header::new(Algorithm::HS256),
-            &claims,
-            &self.encoding,
-        )?)
+        let exp = claims.exp * 1000;
+        Ok((
+            encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?,
+            exp,
+        ))
     }
 
-    /// The user of a valid, unexpired token.
-    pub fn verify(&self, token: &str) -> Option<Uuid> {
+    /// The user and session id of a validly signed, unexpired token (whether the session is
+    /// still live is the store's answer).
+    pub fn verify(&self, token: &str) -> Option<(Uuid, String)> {
         let mut v = Validation::new(Algorithm::HS256);
         v.leeway = 0;
         // Expiry is checked against the service's clock, not the library's.
@@ -68,7 +79,8 @@ impl SessionKeys {
         if data.claims.exp <= self.clock.now() / 1000 {
             return None;
         }
-        Uuid::parse_str(&data.claims.sub).ok()
+        let user = Uuid::parse_str(&data.claims.sub).ok()?;
+        Some((user, data.claims.sid))
     }
 
     /// The `Set-Cookie` value carrying `token`.
@@ -114,8 +126,8 @@ mod tests {
             herald_core::clock::system(),
         );
         let user = Uuid::now_v7();
-        let t = keys.issue(user).unwrap();
-        assert_eq!(keys.verify(&t), Some(user));
+        let (t, _) = keys.issue(user, "s1").unwrap();
+        assert_eq!(keys.verify(&t), Some((user, "s1".to_owned())));
         let other = SessionKeys::new(
             b"another secret, another signature",
             false,
@@ -134,7 +146,7 @@ mod tests {
     fn tokens_are_not_signed_with_the_raw_secret() {
         let secret = b"0123456789abcdef0123456789abcdef";
         let keys = SessionKeys::new(secret, false, herald_core::clock::system());
-        let t = keys.issue(Uuid::now_v7()).unwrap();
+        let (t, _) = keys.issue(Uuid::now_v7(), "s1").unwrap();
         let raw = DecodingKey::from_secret(secret);
         let mut v = Validation::new(Algorithm::HS256);
         v.validate_exp = false;

@@ -6,7 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use herald_core::email::EmailAddress;
 use herald_core::ids::{Uuid, new_id};
-use herald_core::kinds::TrackingMode;
+use herald_core::kinds::{TokenKind, TrackingMode};
 use herald_core::time::iso;
 use herald_store::StoreError;
 use herald_store::accounts::{Project, ProjectChanges, User};
@@ -15,8 +15,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::account_mail::{TokenFor, send_token_mail};
 use crate::auth::keys::NewKeys;
-use crate::auth::{Role, UserAuth};
+use crate::auth::login_throttle;
+use crate::auth::session::SessionKeys;
+use crate::auth::{MaybeSession, Role, UserAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
 use crate::state::AppState;
@@ -125,24 +128,29 @@ fn parse_credentials(c: Credentials) -> ApiResult<(EmailAddress, String)> {
         }
     };
     let password = c.password.unwrap_or_default();
-    if password.chars().count() < 8 || password.len() > 256 {
-        errors.push(crate::error::FieldError::new(
-            "password",
-            "password must be 8 to 256 characters",
-            "invalid_length",
-        ));
-    }
+    errors.extend(password_error("password", &password));
     match email {
         Some(e) if errors.is_empty() => Ok((e, password)),
         _ => Err(ApiError::validation(errors)),
     }
 }
 
+/// The error of a password outside 8 to 256 characters, under `field`.
+pub(crate) fn password_error(field: &str, password: &str) -> Option<crate::error::FieldError> {
+    (password.chars().count() < 8 || password.len() > 256).then(|| {
+        crate::error::FieldError::new(
+            field,
+            "password must be 8 to 256 characters",
+            "invalid_length",
+        )
+    })
+}
+
 fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Response {
     (status, [(header::SET_COOKIE, cookie)], Json(body)).into_response()
 }
 
-/// Creates an account and signs it in.
+/// Creates an account and signs it in (unless sign-in waits for a verified address).
 #[utoipa::path(post, path = "/auth/signup", tag = "account", request_body = Credentials,
     responses((status = 201, body = UserResponse), (status = 403, description = "Sign-ups disabled"), (status = 409),
         (status = 429, description = "RATE_LIMIT_EXCEEDED: too many sign-ins waiting for a password check")))]
@@ -150,6 +158,20 @@ async fn signup(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Credentials>,
 ) -> ApiResult<Response> {
+    let (user, cookie) = create_account(&state, body).await?;
+    Ok(match cookie {
+        Some(c) => with_cookie(StatusCode::CREATED, c, UserResponse::from(&user)),
+        None => (StatusCode::CREATED, Json(UserResponse::from(&user))).into_response(),
+    })
+}
+
+/// Sign-up (the API and the invitation page): creates the user, turns invitations to the
+/// address into memberships, mails the verification link, and opens a session unless
+/// sign-in waits for a verified address.
+pub(crate) async fn create_account(
+    state: &AppState,
+    body: Credentials,
+) -> ApiResult<(User, Option<String>)> {
     if state.settings.disable_signups {
         return Err(ApiError::forbidden(
             "FORBIDDEN",
@@ -160,9 +182,10 @@ async fn signup(
     let now = state.engine.now();
     let user = User {
         id: new_id(),
-        email: email.into_string(),
+        email: email.as_str().to_owned(),
         password_hash: state.passwords.hash(password).await?,
         created_at: now,
+        email_verified_at: None,
     };
     match state.store.create_user(&user).await {
         Err(StoreError::Conflict(_)) => {
@@ -172,12 +195,39 @@ async fn signup(
         }
         other => other?,
     }
-    let token = state.sessions.issue(user.id)?;
-    Ok(with_cookie(
-        StatusCode::CREATED,
-        state.sessions.set_cookie(&token),
-        UserResponse::from(&user),
-    ))
+    // Invitations to this address become memberships now.
+    state
+        .store
+        .accept_invitations(user.id, user.email.as_str(), now)
+        .await?;
+    send_token_mail(
+        state,
+        TokenKind::VerifyEmail,
+        &email,
+        TokenFor {
+            user: Some(user.id),
+            project: None,
+        },
+        None,
+    )
+    .await?;
+    if state.settings.require_email_verification {
+        // No session until the address is proven.
+        return Ok((user, None));
+    }
+    let cookie = start_session(state, user.id).await?;
+    Ok((user, Some(cookie)))
+}
+
+/// Opens a server-side session for `user`; the `Set-Cookie` value carrying it.
+pub(crate) async fn start_session(state: &AppState, user: Uuid) -> ApiResult<String> {
+    let sid = SessionKeys::new_sid();
+    let (token, expires_at) = state.sessions.issue(user, &sid)?;
+    state
+        .store
+        .create_session(&sid, user, state.engine.now(), expires_at)
+        .await?;
+    Ok(state.sessions.set_cookie(&token))
 }
 
 /// Signs in; sets the session cookie. A wrong email and a wrong password answer alike.
@@ -194,6 +244,9 @@ async fn login(
         .as_deref()
         .and_then(|e| EmailAddress::parse(e).ok());
     let password = body.password.unwrap_or_default();
+    if let Some(e) = &email {
+        login_throttle::check(&state, e.as_str()).await?;
+    }
     let user = match &email {
         Some(e) => state.store.user_by_email(e.as_str()).await?,
         None => None,
@@ -202,23 +255,41 @@ async fn login(
         .passwords
         .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
         .await?;
-    let user = user.filter(|_| ok).ok_or_else(invalid)?;
-    let token = state.sessions.issue(user.id)?;
+    let Some(user) = user.filter(|_| ok) else {
+        if let Some(e) = &email {
+            login_throttle::failed(&state, e.as_str()).await?;
+        }
+        return Err(invalid());
+    };
+    login_throttle::succeeded(&state, user.email.as_str()).await?;
+    if state.settings.require_email_verification && user.email_verified_at.is_none() {
+        return Err(ApiError::forbidden(
+            "EMAIL_VERIFICATION_REQUIRED",
+            "Verify your email address before signing in",
+        )
+        .with_suggestion(
+            "Follow the link in the verification mail, or POST /auth/request-verification",
+        ));
+    }
+    let cookie = start_session(&state, user.id).await?;
     Ok(with_cookie(
         StatusCode::OK,
-        state.sessions.set_cookie(&token),
+        cookie,
         UserResponse::from(&user),
     ))
 }
 
-/// Clears the session cookie.
+/// Ends the session server-side and clears the cookie.
 #[utoipa::path(get, path = "/auth/logout", tag = "account", responses((status = 200)))]
-async fn logout(State(state): State<AppState>) -> Response {
-    with_cookie(
+async fn logout(State(state): State<AppState>, session: MaybeSession) -> ApiResult<Response> {
+    if let Some(sid) = session.sid() {
+        state.store.delete_session(sid).await?;
+    }
+    Ok(with_cookie(
         StatusCode::OK,
         state.sessions.clear_cookie(),
         serde_json::json!({"success": true}),
-    )
+    ))
 }
 
 /// The signed-in user.
@@ -304,6 +375,14 @@ async fn role_in(state: &AppState, user: Uuid, raw_id: &str) -> ApiResult<(Uuid,
         .await?
         .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Project"))?;
     Ok((id, role))
+}
+
+/// A disabled project refuses writes on the account routes too (403 `PROJECT_DISABLED`).
+async fn refuse_if_disabled(state: &AppState, id: Uuid) -> ApiResult<()> {
+    match state.store.project_by_id(id).await? {
+        Some(p) => crate::routes::members::require_enabled(&p),
+        None => Err(ApiError::not_found("NOT_FOUND", "Project")),
+    }
 }
 
 fn require_manager(role: Role) -> ApiResult<()> {
@@ -406,6 +485,7 @@ async fn regenerate_keys(
 ) -> ApiResult<Json<ProjectResponse>> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
     require_manager(role)?;
+    refuse_if_disabled(&state, id).await?;
     let keys = NewKeys::generate();
     let project = state
         .store

@@ -1,5 +1,7 @@
 //! One router per resource, merged in [`crate::router`].
 
+pub mod account_pages;
+pub mod account_tokens;
 pub mod accounts;
 pub mod activity;
 pub mod analytics;
@@ -11,6 +13,10 @@ pub mod events;
 pub mod fields;
 pub mod health;
 pub mod list_pages;
+pub mod members;
+pub mod not_implemented;
+pub mod project_admin;
+pub mod security;
 pub mod segments;
 pub mod send;
 pub mod send_attachments;

@@ -104,6 +104,34 @@ pub async fn apply_feedback(
     Ok(moved)
 }
 
+/// After a bounce or complaint that moved its message (`moved`), in the same transaction:
+/// disables the project when its 7-day rate reached the critical one (docs/accounts.md).
+pub async fn guard_reputation(
+    tx: &mut Tx,
+    target: &FeedbackTarget,
+    fb: &Feedback<'_>,
+    moved: bool,
+    limits: &herald_core::security::CriticalRates,
+    now: Millis,
+) -> StoreResult<bool> {
+    if !moved || target.simulated || fb.kind.suppresses().is_none() {
+        return Ok(false);
+    }
+    const WEEK_MS: Millis = 7 * 24 * 3600 * 1000;
+    let disabled = herald_store::security::disable_if_critical(
+        tx,
+        target.project_id,
+        now - WEEK_MS,
+        now,
+        |c| herald_core::security::disable_reason(c.sent, c.bounced, c.complained, limits),
+    )
+    .await?;
+    if disabled {
+        tracing::warn!(project = %target.project_id, "project disabled: critical bounce or complaint rate");
+    }
+    Ok(disabled)
+}
+
 /// The history line: what happened, from where, and the relay's words.
 fn describe(fb: &Feedback<'_>) -> String {
     let what = match &fb.kind {

@@ -137,7 +137,9 @@ impl Engine {
         let Some(current) = target_in(&mut tx, target.id).await? else {
             return Ok(Outcome::UnknownMessage);
         };
-        apply_feedback(&mut tx, &current, fb, now).await?;
+        let moved = apply_feedback(&mut tx, &current, fb, now).await?;
+        apply::guard_reputation(&mut tx, &current, fb, moved, &self.settings.reputation, now)
+            .await?;
         tx.commit().await?;
         Ok(Outcome::Applied)
     }

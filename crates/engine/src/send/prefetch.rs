@@ -14,8 +14,10 @@ use herald_store::jobs::Job;
 
 use crate::Engine;
 
-/// The DKIM signer for a message, or why it cannot be signed (delivery then fails it).
-pub(super) type SignerLookup = Result<DkimSigner, String>;
+/// The DKIM signer for a message (`None`: Herald's own account mail from a domain no project
+/// verified, sent unsigned, DECISIONS.md "Accounts"), or why it cannot be signed (delivery
+/// then fails it).
+pub(super) type SignerLookup = Result<Option<DkimSigner>, String>;
 
 /// A claimed job with what its delivery reads; `read` is `None` when its message is gone.
 pub(super) struct Claimed {
@@ -59,7 +61,8 @@ pub(super) async fn prefetch(engine: &Engine, jobs: Vec<Job>) -> StoreResult<Vec
 
 async fn lookup_signer(engine: &Engine, project_id: Uuid, domain: &str) -> SignerLookup {
     match engine.dkim_signer(project_id, domain).await {
-        Ok(Some(s)) => Ok(s),
+        Ok(Some(s)) => Ok(Some(s)),
+        Ok(None) if project_id == herald_core::account::SYSTEM_PROJECT_ID => Ok(None),
         Ok(None) => Err(format!("the sender domain {domain} is no longer verified")),
         Err(e) => Err(format!("the DKIM key of {domain} is unusable: {e:#}")),
     }

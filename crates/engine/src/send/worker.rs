@@ -331,7 +331,10 @@ impl Worker {
             source: "SMTP",
             attempt: true,
         };
-        apply_feedback(&mut tx, &target_of(msg), &fb, now).await?;
+        let target = target_of(msg);
+        let moved = apply_feedback(&mut tx, &target, &fb, now).await?;
+        let limits = &self.engine.settings.reputation;
+        crate::feedback::apply::guard_reputation(&mut tx, &target, &fb, moved, limits, now).await?;
         tx.commit().await
     }
 
@@ -419,7 +422,7 @@ async fn build_signed(
     let links = engine.links.clone();
     crate::cpu_pool::run(move || {
         let body = decorate(&msg, &links, context.as_ref());
-        compose(&msg, body, &signer, now).map_err(|e| e.0)
+        compose(&msg, body, signer.as_ref(), now).map_err(|e| e.0)
     })
     .await
     .unwrap_or_else(|| Err("composing the message failed (it panicked)".to_owned()))

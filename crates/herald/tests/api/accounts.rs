@@ -733,29 +733,29 @@ async fn account_endpoints_refuse_api_keys(engine: Engine) {
     let app = engine.app().await;
     let p = app.project().await;
     let sk = p.secret_key.as_str();
-    expect_error(app.get("/users/@me", sk).await, 401, "UNAUTHORIZED").await;
+    expect_error(app.get("/users/@me", sk).await, 401, "INVALID_API_KEY").await;
     expect_error(
         app.get("/users/@me/projects", sk).await,
         401,
-        "UNAUTHORIZED",
+        "INVALID_API_KEY",
     )
     .await;
     let res = app
         .post("/users/@me/projects", sk, &json!({"name": "Via key"}))
         .await;
-    expect_error(res, 401, "UNAUTHORIZED").await;
+    expect_error(res, 401, "INVALID_API_KEY").await;
     let path = format!("/users/@me/projects/{}", p.id);
     expect_error(
         app.patch(&path, sk, &json!({"name": "Via key"})).await,
         401,
-        "UNAUTHORIZED",
+        "INVALID_API_KEY",
     )
     .await;
-    expect_error(app.delete(&path, sk).await, 401, "UNAUTHORIZED").await;
+    expect_error(app.delete(&path, sk).await, 401, "INVALID_API_KEY").await;
     let res = app
         .post(&format!("{path}/regenerate-keys"), sk, &json!({}))
         .await;
-    expect_error(res, 401, "UNAUTHORIZED").await;
+    expect_error(res, 401, "INVALID_API_KEY").await;
     // The key still works where it belongs.
     expect_json(app.get("/contacts", sk).await, 200).await;
 }

@@ -100,6 +100,8 @@ impl Engine {
             data_dir: dir.path().to_path_buf(),
             secret: Some("test-secret-test-secret-test-secret-0123".into()),
             database_max_connections: 4,
+            // Tests sign up many users from one address; account_limits.rs tests the limit.
+            auth_rate_limit_per_minute: 10_000,
             ..Config::default()
         };
         if self == Engine::Postgres {

@@ -105,8 +105,10 @@ async fn a_utf8_local_part_is_sent_with_smtputf8_when_the_relay_offers_it(engine
 }
 
 async fn a_utf8_local_part_fails_clearly_when_the_relay_lacks_smtputf8(engine: Engine) {
-    let w = mail_world(engine, |_| {}).await;
-    w.sink.advertise_smtputf8(false);
+    // Before the app connects: no pooled connection may have seen SMTPUTF8 offered.
+    let sink = herald_testkit::smtp_sink::SmtpSink::start().await.unwrap();
+    sink.advertise_smtputf8(false);
+    let w = crate::mail_setup::mail_world_on(sink, engine, |_| {}).await;
     let sk = &w.project.secret_key;
     let body = json!({"to": ["josé@bücher.example", "user@bücher.example"],
         "from": format!("hello@{DOMAIN}"), "subject": "Hola", "body": "<p>Hi</p>"});

@@ -5,6 +5,13 @@ mod helpers;
 mod mail_setup;
 
 mod acceptance;
+mod account_limits;
+mod account_members;
+mod account_pages;
+mod account_projects;
+mod account_security;
+mod account_setup;
+mod account_tokens;
 mod accounts;
 mod activity;
 mod analytics;

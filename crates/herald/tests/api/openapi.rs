@@ -146,6 +146,10 @@ async fn openapi_declares_what_the_handlers_answer(engine: Engine) {
                 "/auth/signup",
                 "/auth/login",
                 "/auth/logout",
+                "/auth/verify-email",
+                "/auth/request-verification",
+                "/auth/request-password-reset",
+                "/auth/reset-password",
             ];
             assert!(has("429"), "{method} {path}");
             assert!(

@@ -1,0 +1,74 @@
+//! The per-client limit of the unauthenticated account routes (DECISIONS.md "Accounts"):
+//! `HERALD_AUTH_RATE_LIMIT_PER_MINUTE` requests per minute per client address and route on
+//! sign-up, sign-in, verify-email, the `request-*` routes and reset-password (and the pages
+//! whose forms post to them); more answer 429 `RATE_LIMIT_EXCEEDED` with `Retry-After`.
+//!
+//! The client address is the TCP peer's, or the last `X-Forwarded-For` hop only when the peer
+//! is one of `HERALD_TRUSTED_PROXIES` (a client can write anything in that header itself).
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, Request};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The limited routes (POST only).
+const LIMITED: &[&str] = &[
+    "/auth/signup",
+    "/auth/login",
+    "/auth/verify-email",
+    "/auth/request-verification",
+    "/auth/request-password-reset",
+    "/auth/reset-password",
+    "/verify-email",
+    "/reset-password",
+    "/signup",
+];
+
+/// The refusal when the caller's address used up this route's minute.
+pub fn check(state: &AppState, req: &Request) -> Option<Response> {
+    if req.method() != Method::POST {
+        return None;
+    }
+    let route = LIMITED.iter().find(|r| **r == req.uri().path())?;
+    let client = client_address(state, req)?;
+    let now = u64::try_from(state.engine.now() / 1000).unwrap_or(0);
+    let d = state.auth_limiter.check((client, route), now);
+    if d.allowed {
+        return None;
+    }
+    let mut res = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "RATE_LIMIT_EXCEEDED",
+        format!("Rate limit of {} requests per minute exceeded", d.limit),
+    )
+    .with_suggestion(format!("Retry after {} seconds", d.reset))
+    .into_response();
+    super::rate_headers(res.headers_mut(), &d);
+    if let Ok(v) = HeaderValue::from_str(&d.reset.to_string()) {
+        res.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    Some(res)
+}
+
+fn client_address(state: &AppState, req: &Request) -> Option<IpAddr> {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())?;
+    if !state.settings.trusted_proxies.contains(&peer) {
+        return Some(peer);
+    }
+    let forwarded = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
+        .next_back();
+    Some(forwarded.unwrap_or(peer))
+}

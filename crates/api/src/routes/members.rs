@@ -1,0 +1,318 @@
+//! Project members (DECISIONS.md "Accounts"): `GET/POST /projects/{id}/members`,
+//! `PATCH/DELETE /projects/{id}/members/{userId}`.
+//!
+//! Rules:
+//! - Only OWNERs and ADMINs manage members (a MEMBER: 403 `FORBIDDEN`); a signed-in user who
+//!   is not a member of the project: 403 `PROJECT_ACCESS_DENIED`.
+//! - Only an OWNER grants, changes or removes the OWNER role.
+//! - The last OWNER can be neither removed nor demoted (409).
+//! - Inviting an existing user adds them at once (201 with the member); a new address gets an
+//!   invitation mail and joins when it signs up with that address (202).
+//! - A disabled project refuses these writes (403 `PROJECT_DISABLED`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use herald_core::email::EmailAddress;
+use herald_core::ids::Uuid;
+use herald_core::kinds::{Role, TokenKind};
+use herald_core::time::iso;
+use herald_store::StoreError;
+use herald_store::accounts::Project;
+use herald_store::members::{Member, MemberChangeError};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::account_mail::{TokenFor, send_token_mail};
+use crate::auth::UserAuth;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, path_id};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_members, invite_member))
+        .routes(routes!(update_member, remove_member))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberResponse {
+    pub user_id: String,
+    pub email: String,
+    /// OWNER, ADMIN or MEMBER.
+    #[schema(value_type = String)]
+    pub role: Role,
+    pub created_at: String,
+}
+
+impl From<&Member> for MemberResponse {
+    fn from(m: &Member) -> Self {
+        Self {
+            user_id: m.user_id.to_string(),
+            email: m.email.clone(),
+            role: m.role,
+            created_at: iso(m.created_at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InvitationResponse {
+    pub email: String,
+    #[schema(value_type = String)]
+    pub role: Role,
+    /// Always true: the address has no account yet and was mailed an invitation.
+    pub invited: bool,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct InviteRequest {
+    #[schema(format = Email, required = true)]
+    pub email: Option<String>,
+    /// OWNER, ADMIN or MEMBER (default MEMBER).
+    pub role: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct RoleRequest {
+    /// OWNER, ADMIN or MEMBER.
+    #[schema(required = true)]
+    pub role: Option<String>,
+}
+
+/// The project and the caller's role in it: 404 for a malformed id or a project that does
+/// not exist, 403 `PROJECT_ACCESS_DENIED` for a project the caller is not a member of.
+pub(crate) async fn project_access(
+    state: &AppState,
+    user: Uuid,
+    raw_id: &str,
+) -> ApiResult<(Project, Role)> {
+    let id = path_id(raw_id, "NOT_FOUND", "Project")?;
+    let project = state
+        .store
+        .project_by_id(id)
+        .await?
+        .filter(|p| p.id != herald_core::account::SYSTEM_PROJECT_ID)
+        .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Project"))?;
+    let role = state.store.member_role(id, user).await?.ok_or_else(|| {
+        ApiError::forbidden(
+            "PROJECT_ACCESS_DENIED",
+            "You are not a member of this project",
+        )
+    })?;
+    Ok((project, role))
+}
+
+/// Refuses a MEMBER (403 `FORBIDDEN`).
+pub(crate) fn require_manager(role: Role) -> ApiResult<()> {
+    if role.can_manage() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "FORBIDDEN",
+            "Only an owner or admin of the project can do this",
+        ))
+    }
+}
+
+/// Refuses writes to a disabled project (403 `PROJECT_DISABLED`).
+pub(crate) fn require_enabled(project: &Project) -> ApiResult<()> {
+    if project.disabled {
+        let reason = project.disabled_reason.clone().unwrap_or_default();
+        return Err(ApiError::forbidden(
+            "PROJECT_DISABLED",
+            format!("This project is disabled. {reason}"),
+        ));
+    }
+    Ok(())
+}
+
+fn parse_role(raw: Option<&str>, default: Option<Role>) -> ApiResult<Role> {
+    match (raw, default) {
+        (None, Some(d)) => Ok(d),
+        (None, None) => Err(ApiError::field("role", "role is required", "required")),
+        (Some(r), _) => Role::parse(r).map_err(|_| {
+            ApiError::field(
+                "role",
+                format!("role must be {}", Role::EXPECTED),
+                "invalid_enum",
+            )
+        }),
+    }
+}
+
+fn owner_only() -> ApiError {
+    ApiError::forbidden(
+        "FORBIDDEN",
+        "Only an owner can grant, change or remove the owner role",
+    )
+}
+
+fn last_owner() -> ApiError {
+    ApiError::conflict("The last owner of a project can be neither removed nor demoted")
+        .with_suggestion("Make another member an owner first")
+}
+
+/// Members of the project with their roles.
+#[utoipa::path(get, path = "/projects/{id}/members", tag = "account", params(("id" = String, Path)),
+    responses((status = 200, body = Vec<MemberResponse>), (status = 403), (status = 404)))]
+async fn list_members(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<MemberResponse>>> {
+    let (project, role) = project_access(&state, auth.user, &id).await?;
+    require_manager(role)?;
+    let members = state.store.list_members(project.id).await?;
+    Ok(Json(members.iter().map(MemberResponse::from).collect()))
+}
+
+/// Adds an existing user at once (201), or mails an invitation to a new address (202).
+#[utoipa::path(post, path = "/projects/{id}/members", tag = "account", params(("id" = String, Path)),
+    request_body = InviteRequest,
+    responses((status = 201, body = MemberResponse), (status = 202, body = InvitationResponse),
+        (status = 403), (status = 404), (status = 409), (status = 422)))]
+async fn invite_member(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<InviteRequest>,
+) -> ApiResult<Response> {
+    let (project, role) = project_access(&state, auth.user, &id).await?;
+    require_manager(role)?;
+    require_enabled(&project)?;
+    let mut errors: Vec<FieldError> = Vec::new();
+    let email = match body.email.as_deref().map(EmailAddress::parse) {
+        Some(Ok(e)) => Some(e),
+        Some(Err(e)) => {
+            errors.push(FieldError::new("email", e.to_string(), "invalid_email"));
+            None
+        }
+        None => {
+            errors.push(FieldError::new("email", "email is required", "required"));
+            None
+        }
+    };
+    let new_role = parse_role(body.role.as_deref(), Some(Role::Member))
+        .map_err(|e| errors.extend(e.errors))
+        .ok();
+    let (Some(email), Some(new_role)) = (email, new_role) else {
+        return Err(ApiError::validation(errors));
+    };
+    if new_role == Role::Owner && role != Role::Owner {
+        return Err(owner_only());
+    }
+    let now = state.engine.now();
+    if let Some(user) = state.store.user_by_email(email.as_str()).await? {
+        match state
+            .store
+            .add_member(project.id, user.id, new_role, now)
+            .await
+        {
+            Err(StoreError::Conflict(_)) => {
+                return Err(ApiError::conflict("This user is already a member"));
+            }
+            other => other?,
+        }
+        let member = state
+            .store
+            .member(project.id, user.id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Member"))?;
+        return Ok((StatusCode::CREATED, Json(MemberResponse::from(&member))).into_response());
+    }
+    let whom = TokenFor {
+        user: None,
+        project: Some((project.id, new_role)),
+    };
+    send_token_mail(
+        &state,
+        TokenKind::Invitation,
+        &email,
+        whom,
+        Some(&project.name),
+    )
+    .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(InvitationResponse {
+            email: email.into_string(),
+            role: new_role,
+            invited: true,
+        }),
+    )
+        .into_response())
+}
+
+async fn target_member(state: &AppState, project: &Project, raw_user: &str) -> ApiResult<Member> {
+    let user = path_id(raw_user, "NOT_FOUND", "Member")?;
+    state
+        .store
+        .member(project.id, user)
+        .await?
+        .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Member"))
+}
+
+fn change_error(e: MemberChangeError) -> ApiError {
+    match e {
+        MemberChangeError::NotFound => ApiError::not_found("NOT_FOUND", "Member"),
+        MemberChangeError::LastOwner => last_owner(),
+        MemberChangeError::Store(e) => e.into(),
+    }
+}
+
+/// Changes a member's role.
+#[utoipa::path(patch, path = "/projects/{id}/members/{userId}", tag = "account",
+    params(("id" = String, Path), ("userId" = String, Path)), request_body = RoleRequest,
+    responses((status = 200, body = MemberResponse), (status = 403), (status = 404), (status = 409), (status = 422)))]
+async fn update_member(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path((id, user_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<RoleRequest>,
+) -> ApiResult<Json<MemberResponse>> {
+    let (project, role) = project_access(&state, auth.user, &id).await?;
+    require_manager(role)?;
+    require_enabled(&project)?;
+    let new_role = parse_role(body.role.as_deref(), None)?;
+    let target = target_member(&state, &project, &user_id).await?;
+    if (target.role == Role::Owner || new_role == Role::Owner) && role != Role::Owner {
+        return Err(owner_only());
+    }
+    state
+        .store
+        .change_member(project.id, target.user_id, Some(new_role))
+        .await
+        .map_err(change_error)?;
+    let member = target_member(&state, &project, &user_id).await?;
+    Ok(Json(MemberResponse::from(&member)))
+}
+
+/// Removes a member from the project.
+#[utoipa::path(delete, path = "/projects/{id}/members/{userId}", tag = "account",
+    params(("id" = String, Path), ("userId" = String, Path)),
+    responses((status = 204), (status = 403), (status = 404), (status = 409)))]
+async fn remove_member(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    Path((id, user_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (project, role) = project_access(&state, auth.user, &id).await?;
+    require_manager(role)?;
+    require_enabled(&project)?;
+    let target = target_member(&state, &project, &user_id).await?;
+    if target.role == Role::Owner && role != Role::Owner {
+        return Err(owner_only());
+    }
+    state
+        .store
+        .change_member(project.id, target.user_id, None)
+        .await
+        .map_err(change_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}

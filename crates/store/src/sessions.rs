@@ -1,0 +1,78 @@
+//! Dashboard sessions: one row per signed-in session, named by the `sid` its JWT carries.
+//! A session is valid while its row exists and has not expired; deleting the row ends it.
+
+use herald_core::ids::Uuid;
+use herald_core::time::Millis;
+
+use crate::{Store, StoreResult};
+
+impl Store {
+    pub async fn create_session(
+        &self,
+        sid: &str,
+        user: Uuid,
+        now: Millis,
+        expires_at: Millis,
+    ) -> StoreResult<()> {
+        db_write!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(sid)
+            .bind(user)
+            .bind(now)
+            .bind(expires_at)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Whether `sid` is a live session of `user`.
+    pub async fn session_is_live(&self, sid: &str, user: Uuid, now: Millis) -> StoreResult<bool> {
+        let q = "SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2 AND expires_at > $3";
+        let row: Option<(i32,)> = db_read!(self, |pool| sqlx::query_as(q)
+            .bind(sid)
+            .bind(user)
+            .bind(now)
+            .fetch_optional(pool)
+            .await?);
+        Ok(row.is_some())
+    }
+
+    /// Ends one session (logout).
+    pub async fn delete_session(&self, sid: &str) -> StoreResult<()> {
+        db_write!(self, |pool| {
+            sqlx::query("DELETE FROM sessions WHERE id = $1")
+                .bind(sid)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Ends every session of `user` except `keep` (password change keeps the caller's).
+    pub async fn delete_user_sessions(&self, user: Uuid, keep: Option<&str>) -> StoreResult<u64> {
+        let n = db_write!(self, |pool| {
+            sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND id <> COALESCE($2, '')")
+                .bind(user)
+                .bind(keep)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n)
+    }
+
+    /// Removes expired sessions (retention).
+    pub async fn purge_expired_sessions(&self, now: Millis) -> StoreResult<u64> {
+        let n = db_write!(self, |pool| {
+            sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n)
+    }
+}
