@@ -338,10 +338,9 @@ impl Store {
         Ok(n > 0)
     }
 
-    /// True when an active (scheduled or sending) campaign targets the segment.
-    ///
-    /// TODO(h-campaigns): there is no campaigns table on this branch; the campaigns helper
-    /// fills this in (a campaign with audience SEGMENT = `segment_id` in SCHEDULED/SENDING).
+    /// True when an active (scheduled or sending) campaign targets the segment. Campaigns do
+    /// not exist yet (issue 10), so no segment is in use; the campaigns change makes this read
+    /// the campaigns with audience SEGMENT = `segment_id` in SCHEDULED or SENDING.
     pub async fn segment_in_use(&self, _project_id: Uuid, _segment_id: Uuid) -> StoreResult<bool> {
         Ok(false)
     }
