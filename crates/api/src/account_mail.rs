@@ -92,6 +92,7 @@ pub async fn send_token_mail(
         headers: Vec::new(),
         attachments: Vec::new(),
         idempotency_key: None,
+        ignore_subscription: false,
     };
     state
         .engine

@@ -53,6 +53,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::activity::router())
         .merge(routes::templates::router())
         .merge(routes::segments::router())
+        .merge(routes::campaigns::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
         .merge(routes::verify::router())

@@ -4,6 +4,7 @@
 
 pub mod account;
 pub mod analytics;
+pub mod campaign;
 pub mod clock;
 pub mod contact_import;
 pub mod contact_jobs;

@@ -4,10 +4,12 @@
 //! starts its background workers, which stop cleanly on shutdown.
 #![forbid(unsafe_code)]
 
+pub mod campaigns;
 pub mod contact_jobs;
 mod cpu_pool;
 pub mod domains;
 pub mod feedback;
+mod job_lease;
 pub mod links;
 pub mod list_pages;
 pub mod metrics;
@@ -111,6 +113,7 @@ impl Engine {
         set.spawn(retention::run_retention(self.clone(), shutdown.clone()));
         set.spawn(segments::run_reevaluations(self.clone(), shutdown.clone()));
         set.spawn(segments::run_recompute(self.clone(), shutdown.clone()));
+        set.spawn(campaigns::run_campaigns(self.clone(), shutdown.clone()));
         for kind in [
             herald_core::contact_jobs::IMPORT_KIND,
             herald_core::contact_jobs::BULK_KIND,

@@ -152,3 +152,8 @@ pub async fn render(store: &Store) -> herald_store::StoreResult<String> {
         _ => String::new(),
     })
 }
+
+/// One committed page of a campaign fan-out with `recipients` contacts.
+pub fn campaign_page(recipients: usize) {
+    metrics::counter!("herald_campaign_recipients_total").increment(recipients as u64);
+}

@@ -41,6 +41,8 @@ pub struct Store {
     pub(crate) key_cache: std::sync::Arc<crate::ttl_cache::KeyCache>,
     /// Whether a project has a tracked dynamic segment, for a second (see `ttl_cache.rs`).
     pub(crate) tracked_segments: std::sync::Arc<crate::ttl_cache::TrackedSegments>,
+    /// Whether a campaign was cancelled, for a second (see `ttl_cache.rs`).
+    pub(crate) cancelled_campaigns: std::sync::Arc<crate::ttl_cache::CancelledCampaigns>,
 }
 
 #[derive(Clone, Debug)]
@@ -215,6 +217,7 @@ impl Store {
             known_fields: Default::default(),
             key_cache: Default::default(),
             tracked_segments: Default::default(),
+            cancelled_campaigns: Default::default(),
         })
     }
 

@@ -100,6 +100,32 @@ pub async fn retry(
     Ok(n == 1)
 }
 
+/// Puts a job back to wait until `run_at` without counting this claim as an attempt (a job
+/// that found its work not yet due, e.g. a campaign scheduled later). False when the lease
+/// was lost.
+pub async fn postpone(
+    tx: &mut Tx,
+    id: Uuid,
+    token: Uuid,
+    run_at: Millis,
+    now: Millis,
+) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE jobs SET state = 'waiting', run_at = $3, lease_until = NULL, lease_token = NULL, \
+             attempts = attempts - 1, updated_at = $4 WHERE id = $1 AND lease_token = $2",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(run_at)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+    });
+    Ok(n == 1)
+}
+
 /// Marks a job dead (a dead letter kept for inspection); false when the lease was lost.
 pub async fn fail(
     tx: &mut Tx,

@@ -19,6 +19,7 @@ pub mod activity;
 pub mod analytics;
 pub mod audience;
 pub mod blobs;
+pub mod campaigns;
 pub mod contact_jobs;
 pub mod contacts;
 pub mod contacts_batch;

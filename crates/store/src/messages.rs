@@ -21,6 +21,8 @@ pub struct NewMessage<'a> {
     pub project_id: Uuid,
     pub contact_id: Option<Uuid>,
     pub template_id: Option<Uuid>,
+    /// The campaign that queued it, if any.
+    pub campaign_id: Option<Uuid>,
     pub source: &'a str,
     /// The kind of mail (its template's type; TRANSACTIONAL without a template).
     pub template_type: TemplateType,
@@ -124,7 +126,7 @@ pub(crate) const ALL: &str = "id, project_id, contact_id, template_id, campaign_
 const SUMMARY: &str = "id, contact_id, template_id, campaign_id, source, status, from_email, to_email, subject, sent_at, created_at";
 
 /// Columns of an insert, in the order [`bind_new!`] binds them.
-const INSERT_COLUMNS: &str = "id, project_id, contact_id, template_id, source, status, from_email, from_name, \
+const INSERT_COLUMNS: &str = "id, project_id, contact_id, template_id, campaign_id, source, status, from_email, from_name, \
      reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, simulated, created_at, updated_at, \
      template_type";
 
@@ -136,6 +138,7 @@ macro_rules! bind_new {
             .bind($m.project_id)
             .bind($m.contact_id)
             .bind($m.template_id)
+            .bind($m.campaign_id)
             .bind($m.source)
             .bind($m.status.as_str())
             .bind($m.from_email)
@@ -161,7 +164,7 @@ pub async fn insert_many(tx: &mut Tx, all: &[NewMessage<'_>]) -> StoreResult<()>
     for chunk in all.chunks(100) {
         let q = format!(
             "INSERT INTO messages ({INSERT_COLUMNS}) VALUES {}",
-            value_rows(chunk.len(), 20, 1)
+            value_rows(chunk.len(), 21, 1)
         );
         db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));

@@ -338,13 +338,6 @@ impl Store {
         Ok(n > 0)
     }
 
-    /// True when an active (scheduled or sending) campaign targets the segment. Campaigns do
-    /// not exist yet (issue 10), so no segment is in use; the campaigns change makes this read
-    /// the campaigns with audience SEGMENT = `segment_id` in SCHEDULED or SENDING.
-    pub async fn segment_in_use(&self, _project_id: Uuid, _segment_id: Uuid) -> StoreResult<bool> {
-        Ok(false)
-    }
-
     /// The contacts with a membership row in the segment.
     pub async fn member_ids(
         &self,

@@ -5,10 +5,12 @@
 //!   thread per request. Only keys that name a project are kept.
 //! - whether a project has a tracked dynamic segment: asked on every contact write, to decide
 //!   whether the write enqueues a membership re-evaluation.
+//! - whether a campaign was cancelled: asked before each of its messages is handed over, so a
+//!   cancel stops messages already claimed and waiting in the throttle.
 //!
 //! Guarantees: every write of this process that changes a cached answer clears that cache at
 //! once (project settings, new keys, deletion, disabling and enabling, the disabling on commit;
-//! segment create, update, delete), so on this node
+//! segment create, update, delete; campaign cancel), so on this node
 //! a regenerated key stops working with its commit. Another node may still answer from its
 //! cache for up to [`TTL`]: accept an old key, see old project settings, or skip the
 //! re-evaluation of a contact changed in the second after a tracked segment was created (the
@@ -63,6 +65,8 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
 pub(crate) type KeyCache = TtlCache<String, crate::accounts::Project>;
 /// Whether a project has a tracked dynamic segment.
 pub(crate) type TrackedSegments = TtlCache<herald_core::ids::Uuid, bool>;
+/// Whether a campaign was cancelled (asked before each of its messages is handed over).
+pub(crate) type CancelledCampaigns = TtlCache<herald_core::ids::Uuid, bool>;
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::RawQuery;
+use crate::routes::campaigns::CampaignSummary;
 use crate::routes::contacts::{decode_cursor, encode_cursor};
 use crate::state::AppState;
 
@@ -90,9 +91,8 @@ pub struct RecentCount {
 
 #[derive(Serialize, ToSchema)]
 pub struct Upcoming {
-    /// Scheduled campaigns (filled once campaigns exist).
-    #[schema(value_type = Vec<Object>)]
-    pub campaigns: Vec<Value>,
+    /// Scheduled campaigns, soonest first.
+    pub campaigns: Vec<CampaignSummary>,
     /// Workflow executions waiting for a timer or an event (filled once workflows exist).
     #[schema(value_type = Vec<Object>)]
     pub executions: Vec<Value>,
@@ -187,14 +187,19 @@ async fn recent_count(
     }))
 }
 
-/// Scheduled campaigns and waiting workflow executions.
-///
-/// Both lists stay empty until campaigns and workflows exist (their issues fill them).
+/// Most scheduled campaigns listed.
+const UPCOMING_MAX: u32 = 100;
+
+/// Scheduled campaigns, soonest first, and waiting workflow executions (that list stays empty
+/// until workflows run executions).
 #[utoipa::path(get, path = "/activity/upcoming", tag = "activity", responses((status = 200, body = Upcoming)))]
-async fn upcoming(auth: ProjectAuth) -> ApiResult<Json<Upcoming>> {
-    let _ = auth;
+async fn upcoming(State(state): State<AppState>, auth: ProjectAuth) -> ApiResult<Json<Upcoming>> {
+    let campaigns = state
+        .store
+        .scheduled_campaigns(auth.id(), UPCOMING_MAX)
+        .await?;
     Ok(Json(Upcoming {
-        campaigns: Vec::new(),
+        campaigns: campaigns.into_iter().map(CampaignSummary::from).collect(),
         executions: Vec::new(),
     }))
 }

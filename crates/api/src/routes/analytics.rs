@@ -6,9 +6,9 @@
 use axum::Json;
 use axum::extract::State;
 use herald_core::analytics::{Interval, SLOT_MS, bucket_of, bucket_starts, parse_zone};
-use herald_core::ids::parse_id;
+use herald_core::ids::{Uuid, parse_id};
 use herald_core::time::{iso, parse_iso};
-use herald_store::analytics::SERIES_EVENTS;
+use herald_store::analytics::{CampaignCounts, SERIES_EVENTS};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -132,6 +132,8 @@ async fn timeseries(
 #[serde(rename_all = "camelCase")]
 pub struct CampaignRank {
     pub campaign_id: String,
+    /// The campaign's name (null once it was deleted).
+    pub name: Option<String>,
     pub count: i64,
 }
 
@@ -166,12 +168,20 @@ async fn top_campaigns(
     };
     let limit = q.int("limit", 10, 1, 100)?;
     let rows = state.store.top_campaigns(auth.id(), event, limit).await?;
+    let ids: Vec<Uuid> = rows.iter().map(|(id, _)| *id).collect();
+    let names: std::collections::HashMap<Uuid, String> = state
+        .store
+        .campaign_names(auth.id(), &ids)
+        .await?
+        .into_iter()
+        .collect();
     Ok(Json(TopCampaignsResponse {
         metric: metric.to_owned(),
         campaigns: rows
             .into_iter()
             .map(|(id, count)| CampaignRank {
                 campaign_id: id.to_string(),
+                name: names.get(&id).cloned(),
                 count,
             })
             .collect(),
@@ -199,6 +209,36 @@ pub struct CampaignStatsResponse {
     pub unsubscribe_rate: f64,
 }
 
+impl CampaignStatsResponse {
+    /// The counts with their rates: fractions of `sent`, 0 when nothing was sent.
+    pub fn new(id: Uuid, c: &CampaignCounts) -> Self {
+        let rate = |n: i64| {
+            if c.sent == 0 {
+                0.0
+            } else {
+                n as f64 / c.sent as f64
+            }
+        };
+        Self {
+            campaign_id: id.to_string(),
+            delivery_rate: rate(c.delivered),
+            open_rate: rate(c.opened),
+            click_rate: rate(c.clicked),
+            bounce_rate: rate(c.bounced),
+            complaint_rate: rate(c.complained),
+            unsubscribe_rate: rate(c.unsubscribed),
+            total_recipients: c.total_recipients,
+            sent: c.sent,
+            delivered: c.delivered,
+            opened: c.opened,
+            clicked: c.clicked,
+            bounced: c.bounced,
+            complained: c.complained,
+            unsubscribed: c.unsubscribed,
+        }
+    }
+}
+
 /// One campaign's recipients and how many messages reached each stage.
 #[utoipa::path(get, path = "/analytics/campaign-stats", tag = "analytics",
     params(("campaignId" = String, Query)),
@@ -215,30 +255,7 @@ async fn campaign_stats(
     let id = parse_id(raw)
         .ok_or_else(|| ApiError::field("campaignId", "campaignId must be an id", "invalid_id"))?;
     let c = state.store.campaign_counts(auth.id(), id).await?;
-    let rate = |n: i64| {
-        if c.sent == 0 {
-            0.0
-        } else {
-            n as f64 / c.sent as f64
-        }
-    };
-    Ok(Json(CampaignStatsResponse {
-        campaign_id: id.to_string(),
-        delivery_rate: rate(c.delivered),
-        open_rate: rate(c.opened),
-        click_rate: rate(c.clicked),
-        bounce_rate: rate(c.bounced),
-        complaint_rate: rate(c.complained),
-        unsubscribe_rate: rate(c.unsubscribed),
-        total_recipients: c.total_recipients,
-        sent: c.sent,
-        delivered: c.delivered,
-        opened: c.opened,
-        clicked: c.clicked,
-        bounced: c.bounced,
-        complained: c.complained,
-        unsubscribed: c.unsubscribed,
-    }))
+    Ok(Json(CampaignStatsResponse::new(id, &c)))
 }
 
 #[derive(Serialize, ToSchema)]

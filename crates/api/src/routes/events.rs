@@ -21,6 +21,7 @@ use super::contacts::{decode_cursor, encode_cursor};
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{RawQuery, path_id};
+use crate::routes::usage::{UsageRef, filter_usage};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -241,15 +242,13 @@ pub struct EventUsage {
     #[schema(value_type = Vec<Object>)]
     pub workflows: Vec<Value>,
     /// Segments whose conditions name it.
-    #[schema(value_type = Vec<Object>)]
-    pub segments: Vec<Value>,
+    pub segments: Vec<UsageRef>,
     /// Campaigns whose audience filter names it.
-    #[schema(value_type = Vec<Object>)]
-    pub campaigns: Vec<Value>,
+    pub campaigns: Vec<UsageRef>,
 }
 
-/// Where an event name is referenced. Workflows, segments and campaigns do not exist in this
-/// version, so their lists are empty; the workflow and segment capabilities fill them.
+/// Where an event name is referenced: segments and campaigns whose filter names it (workflows
+/// arrive with their capability; until then that list is empty).
 #[utoipa::path(get, path = "/events/{eventName}/usage", tag = "events",
     params(("eventName" = String, Path)),
     responses((status = 200, body = EventUsage)))]
@@ -259,12 +258,13 @@ async fn event_usage(
     Path(name): Path<String>,
 ) -> ApiResult<Json<EventUsage>> {
     let count = state.store.count_tracked_events(auth.id(), &name).await?;
+    let (segments, campaigns) = filter_usage(&state, auth.id(), |f| f.uses_event(&name)).await?;
     Ok(Json(EventUsage {
         event: name,
         count,
         workflows: Vec::new(),
-        segments: Vec::new(),
-        campaigns: Vec::new(),
+        segments,
+        campaigns,
     }))
 }
 

@@ -15,6 +15,7 @@ use utoipa_axum::routes;
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::RawQuery;
+use crate::routes::usage::{UsageRef, filter_usage};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -146,12 +147,6 @@ async fn field_values(
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct UsageRef {
-    pub id: String,
-    pub name: String,
-}
-
-#[derive(Serialize, ToSchema)]
 pub struct FieldUsage {
     pub field: String,
     pub segments: Vec<UsageRef>,
@@ -159,8 +154,8 @@ pub struct FieldUsage {
     pub workflows: Vec<UsageRef>,
 }
 
-/// Segments, campaigns and workflows that reference the field. Those resources arrive in
-/// later versions; until then the lists are empty.
+/// Segments and campaigns whose filter references the field (workflows arrive with their
+/// capability; until then that list is empty).
 #[utoipa::path(get, path = "/contacts/fields/{field}/usage", tag = "contacts",
     params(("field" = String, Path)), responses((status = 200, body = FieldUsage), (status = 404), (status = 422, description = "A standard field (this applies to custom fields)")))]
 async fn field_usage(
@@ -169,10 +164,11 @@ async fn field_usage(
     Path(field): Path<String>,
 ) -> ApiResult<Json<FieldUsage>> {
     let key = known_custom_key(&state, &auth, &field).await?;
+    let (segments, campaigns) = filter_usage(&state, auth.id(), |f| f.uses_data_key(&key)).await?;
     Ok(Json(FieldUsage {
         field: display_name(&key),
-        segments: Vec::new(),
-        campaigns: Vec::new(),
+        segments,
+        campaigns,
         workflows: Vec::new(),
     }))
 }

@@ -23,7 +23,7 @@ use crate::extract::{ApiJson, RawQuery, path_id};
 use crate::routes::contacts::ContactResponse;
 use crate::state::AppState;
 
-mod rules;
+pub(crate) mod rules;
 mod wire;
 
 pub use wire::{

@@ -227,6 +227,7 @@ async fn send(
         headers: custom_headers,
         attachments,
         idempotency_key,
+        ignore_subscription: false,
     };
     let accepted = state
         .engine

@@ -21,7 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, RawQuery, path_id};
 use crate::state::AppState;
 
-mod rules;
+pub(crate) mod rules;
 mod wire;
 
 use rules::{Checked, check, parse_type};

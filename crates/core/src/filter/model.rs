@@ -194,6 +194,28 @@ impl Filter {
     }
 
     /// Calls `f` on every leaf.
+    /// Whether a leaf names the custom field `key` (a dotted path below `data`) or a path
+    /// inside it.
+    pub fn uses_data_key(&self, key: &str) -> bool {
+        let mut found = false;
+        self.walk(&mut |leaf| {
+            if let Field::Data { path, .. } = &leaf.field {
+                let joined = path.join(".");
+                found |= joined == key || joined.starts_with(&format!("{key}."));
+            }
+        });
+        found
+    }
+
+    /// Whether a leaf names the event `name`.
+    pub fn uses_event(&self, name: &str) -> bool {
+        let mut found = false;
+        self.walk(&mut |leaf| {
+            found |= matches!(&leaf.field, Field::Event(e) if e == name);
+        });
+        found
+    }
+
     pub fn walk(&self, f: &mut dyn FnMut(&Leaf)) {
         match self {
             Filter::Leaf(l) => f(l),

@@ -81,7 +81,7 @@ pub async fn run_contact_jobs(
         let notified = engine.contact_jobs_wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let lease = lease_ms(&engine);
+        let lease = crate::job_lease::lease_ms(&engine);
         match engine.store.claim_jobs(kind, 1, engine.now(), lease).await {
             Ok(claimed) if !claimed.is_empty() => {
                 for job in claimed {
@@ -98,10 +98,6 @@ pub async fn run_contact_jobs(
             _ = shutdown.changed() => {}
         }
     }
-}
-
-fn lease_ms(engine: &Engine) -> i64 {
-    i64::try_from(engine.settings.send_lease.as_millis()).unwrap_or(10_000)
 }
 
 /// Runs one claimed job with its lease kept alive, then settles errors.
@@ -121,8 +117,6 @@ async fn run_one(engine: &Engine, job: Job) {
         token: job.lease_token,
         contact_job,
     };
-    let (stop, stopped) = watch::channel(false);
-    let heartbeat = tokio::spawn(heartbeat(engine.clone(), job.id, job.lease_token, stopped));
     let outcome = if job.attempts > job.max_attempts {
         Err(StoreError::Other(anyhow::anyhow!(
             "the job was interrupted {} times",
@@ -133,13 +127,14 @@ async fn run_one(engine: &Engine, job: Job) {
             .store
             .mark_contact_job_active(contact_job, engine.now())
             .await;
-        match job.kind.as_str() {
-            IMPORT_KIND => import::run(engine, &held).await,
-            _ => bulk::run(engine, &held).await,
-        }
+        let work = async {
+            match job.kind.as_str() {
+                IMPORT_KIND => import::run(engine, &held).await,
+                _ => bulk::run(engine, &held).await,
+            }
+        };
+        crate::job_lease::with_heartbeat(engine, &job, work).await
     };
-    let _ = stop.send(true);
-    let _ = heartbeat.await;
     if let Err(e) = outcome {
         tracing::warn!(error = %e, job = %job.id, "contact job failed");
         settle_error(engine, &job, Some(contact_job), &e.to_string()).await;
@@ -178,25 +173,5 @@ async fn settle_error(engine: &Engine, job: &Job, contact_job: Option<Uuid>, err
     .await;
     if let Err(e) = result {
         tracing::error!(error = %e, job = %job.id, "recording a contact job failure failed");
-    }
-}
-
-/// Renews the job's lease every third of the lease until told to stop or the lease is lost.
-async fn heartbeat(engine: Engine, id: Uuid, token: Uuid, mut stop: watch::Receiver<bool>) {
-    let lease = lease_ms(&engine);
-    let every = Duration::from_millis(u64::try_from(lease / 3).unwrap_or(1000).max(50));
-    loop {
-        if crate::sleep_or_shutdown(&mut stop, every).await {
-            return;
-        }
-        match engine
-            .store
-            .extend_leases(&[(id, token)], engine.now() + lease)
-            .await
-        {
-            Ok(kept) if kept.is_empty() => return,
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, job = %id, "extending a contact job lease failed"),
-        }
     }
 }

@@ -61,6 +61,9 @@ pub struct SendPlan {
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<AttachmentIn>,
     pub idempotency_key: Option<String>,
+    /// Send MARKETING mail even to an unsubscribed contact (a campaign's test send to the
+    /// address its author names).
+    pub ignore_subscription: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -125,10 +128,10 @@ pub(crate) struct PreparedBlob {
     pub content: bytes::Bytes,
 }
 
-/// A [`SendPlan`] made ready for the batcher: templates parsed, attachments decoded and hashed.
-pub(crate) struct AcceptRequest {
+/// What every recipient of one send gets, before rendering: shared by `/v1/send` (inside an
+/// [`AcceptRequest`]) and campaigns, so both apply the same rendering and skip rules.
+pub(crate) struct MessageSpec {
     pub project_id: Uuid,
-    pub recipients: Vec<Recipient>,
     subject: Template,
     body: Template,
     from: EmailAddress,
@@ -136,19 +139,52 @@ pub(crate) struct AcceptRequest {
     reply_to: Option<String>,
     template_id: Option<Uuid>,
     template_type: TemplateType,
+    /// Skip unsubscribed contacts (MARKETING mail).
     marketing: bool,
-    subscribed: Option<bool>,
-    data: DataPatch,
+    /// The `source` of the messages (`transactional`, `campaign`).
+    source: &'static str,
+    campaign_id: Option<Uuid>,
     headers: Value,
     /// Metadata of the attachments, as each message stores it.
     attachments: Value,
     /// The hash of each attachment, in order.
     attachment_shas: Vec<String>,
+    /// Makes the list-page URLs of each recipient.
+    links: MailLinks,
+}
+
+/// A campaign's message, as [`MessageSpec::campaign`] takes it.
+pub(crate) struct CampaignMessage<'a> {
+    pub project_id: Uuid,
+    pub campaign_id: Uuid,
+    pub subject: &'a str,
+    pub body: &'a str,
+    pub from: &'a EmailAddress,
+    pub from_name: Option<String>,
+    pub reply_to: Option<String>,
+}
+
+/// One recipient as staging sees it.
+pub(crate) struct StageRecipient<'a> {
+    pub contact_id: Uuid,
+    pub email: String,
+    pub name: Option<&'a str>,
+    pub subscribed: bool,
+    /// The render variables' data (the contact's, with a request's transient values).
+    pub data: Map<String, Value>,
+    /// Why the address is on the project's suppression list, if it is.
+    pub suppressed: Option<String>,
+}
+
+/// A [`SendPlan`] made ready for the batcher: templates parsed, attachments decoded and hashed.
+pub(crate) struct AcceptRequest {
+    spec: MessageSpec,
+    pub recipients: Vec<Recipient>,
+    subscribed: Option<bool>,
+    data: DataPatch,
     /// Distinct contents.
     blobs: Vec<PreparedBlob>,
     idempotency_key: Option<String>,
-    /// Makes the list-page URLs of each recipient.
-    links: MailLinks,
 }
 
 /// Decodes and hashes the attachments: (metadata array, hash per attachment, distinct blobs).
@@ -189,30 +225,31 @@ impl AcceptRequest {
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
         Ok(AcceptRequest {
-            project_id: plan.project_id,
+            spec: MessageSpec {
+                project_id: plan.project_id,
+                subject: Template::parse(&plan.message.subject),
+                body: Template::parse(&plan.message.body),
+                from: ascii_sender(&plan.message.from),
+                from_name: plan.message.from_name.clone(),
+                reply_to: plan.message.reply_to.clone(),
+                template_id: plan.message.template_id,
+                template_type: plan
+                    .message
+                    .template_type
+                    .unwrap_or(TemplateType::Transactional),
+                marketing: plan.message.skips_unsubscribed() && !plan.ignore_subscription,
+                source: "transactional",
+                campaign_id: None,
+                headers: Value::Object(headers),
+                attachments,
+                attachment_shas,
+                links: links.clone(),
+            },
             recipients: plan.recipients.clone(),
-            subject: Template::parse(&plan.message.subject),
-            body: Template::parse(&plan.message.body),
-            // The sender in its A-label form: the verified domain is stored that way, and the
-            // Message-ID and the SMTP envelope need ASCII domains.
-            from: EmailAddress::parse(&plan.message.from.ascii_domain_form())
-                .unwrap_or_else(|_| plan.message.from.clone()),
-            from_name: plan.message.from_name.clone(),
-            reply_to: plan.message.reply_to.clone(),
-            template_id: plan.message.template_id,
-            template_type: plan
-                .message
-                .template_type
-                .unwrap_or(TemplateType::Transactional),
-            marketing: plan.message.skips_unsubscribed(),
             subscribed: plan.subscribed,
             data: plan.data.clone(),
-            headers: Value::Object(headers),
-            attachments,
-            attachment_shas,
             blobs,
             idempotency_key: plan.idempotency_key.clone(),
-            links: links.clone(),
         })
     }
 
@@ -232,7 +269,7 @@ impl AcceptRequest {
         if let Some(key) = &self.idempotency_key
             && !messages::claim_idempotency_key(
                 tx,
-                self.project_id,
+                self.spec.project_id,
                 key,
                 now,
                 IDEMPOTENCY_WINDOW_MS,
@@ -242,14 +279,14 @@ impl AcceptRequest {
             return Err(AcceptError::IdempotencyKeyReused);
         }
         for b in &self.blobs {
-            blobs::put(tx, self.project_id, &b.sha256, &b.content, now).await?;
+            blobs::put(tx, self.spec.project_id, &b.sha256, &b.content, now).await?;
         }
         let mut contacts = Vec::with_capacity(self.recipients.len());
         for r in &self.recipients {
             let out = upsert_contact(
                 tx,
                 &ContactUpsert {
-                    project_id: self.project_id,
+                    project_id: self.spec.project_id,
                     email: r.email.as_str(),
                     subscribed: self.subscribed,
                     default_subscribed: false,
@@ -262,69 +299,123 @@ impl AcceptRequest {
         }
         // Read after the upserts: a flip to subscribed in this request lifted its suppression.
         let emails: Vec<&str> = contacts.iter().map(|c| c.email.as_str()).collect();
-        let suppressed = suppressions::suppressed_among(tx, self.project_id, &emails).await?;
+        let mut suppressed =
+            suppressions::suppressed_among(tx, self.spec.project_id, &emails).await?;
         let mut accepted = Vec::with_capacity(self.recipients.len());
         for (r, contact) in self.recipients.iter().zip(contacts) {
-            let id = new_id();
-            let vars = render_vars(
-                contact.id,
-                &contact.email,
-                &self.data.render_data(&contact.data),
-                self.links.page_urls(self.project_id, contact.id, Some(id)),
-            );
-            let simulated = simulated_outcome(&contact.email);
-            let on_list = suppressed.iter().find(|(e, _)| *e == contact.email);
-            let (skipped, detail) = if simulated == Some(SimulatedOutcome::SuppressionList) {
-                let why = "mailbox simulator: the address is on the suppression list";
-                (Some("suppressed"), Some(why.to_owned()))
-            } else if let Some((_, reason)) = on_list {
-                let why = format!("the address is on the project's suppression list ({reason})");
-                (Some("suppressed"), Some(why))
-            } else if self.marketing && !contact.subscribed {
-                let why = "contact is unsubscribed from marketing mail";
-                (Some("unsubscribed"), Some(why.to_owned()))
-            } else {
-                (None, None)
-            };
-            for (position, sha256) in self.attachment_shas.iter().enumerate() {
-                staged.refs.push(AttachmentRef {
-                    message_id: id,
-                    position: i32::try_from(position).unwrap_or(i32::MAX),
-                    project_id: self.project_id,
-                    sha256,
-                });
-            }
-            if skipped.is_none() {
-                staged
-                    .jobs
-                    .push((Some(self.project_id), json!({"messageId": id})));
-            }
-            staged.messages.push(StagedMessage {
-                req: self,
-                id,
+            let on_list = suppressed
+                .iter()
+                .position(|(e, _)| *e == contact.email)
+                .map(|i| suppressed.swap_remove(i).1);
+            let recipient = StageRecipient {
                 contact_id: contact.id,
-                to_email: contact.email.clone(),
-                to_name: r.name.as_deref(),
-                subject: one_line(self.subject.render(&vars, Escape::None)),
-                html: self.body.render(&vars, Escape::Html),
-                message_id_header: format!("{id}@{}", self.from.domain()),
-                skip_detail: detail,
-                simulated: simulated.is_some(),
-            });
-            accepted.push(Accepted {
-                contact_id: contact.id,
+                data: self.data.render_data(&contact.data),
                 email: contact.email,
-                message_id: id,
-                skipped,
-            });
+                name: r.name.as_deref(),
+                subscribed: contact.subscribed,
+                suppressed: on_list,
+            };
+            accepted.push(self.spec.stage_one(staged, recipient));
         }
         Ok(accepted)
     }
 }
 
+/// The sender in its A-label form: the verified domain is stored that way, and the Message-ID
+/// and the SMTP envelope need ASCII domains.
+fn ascii_sender(from: &EmailAddress) -> EmailAddress {
+    EmailAddress::parse(&from.ascii_domain_form()).unwrap_or_else(|_| from.clone())
+}
+
+impl MessageSpec {
+    /// The message of a campaign: MARKETING mail (footer, `List-Unsubscribe`, unsubscribed
+    /// contacts skipped), no attachments.
+    pub(crate) fn campaign(m: CampaignMessage<'_>, links: &MailLinks) -> MessageSpec {
+        MessageSpec {
+            project_id: m.project_id,
+            subject: Template::parse(m.subject),
+            body: Template::parse(m.body),
+            from: ascii_sender(m.from),
+            from_name: m.from_name,
+            reply_to: m.reply_to,
+            template_id: None,
+            template_type: TemplateType::Marketing,
+            marketing: true,
+            source: "campaign",
+            campaign_id: Some(m.campaign_id),
+            headers: Value::Object(Map::new()),
+            attachments: Value::Array(Vec::new()),
+            attachment_shas: Vec::new(),
+            links: links.clone(),
+        }
+    }
+
+    /// Renders one recipient's message into `staged`: queued, or SUPPRESSED with the reason
+    /// when the address is suppressed (or the simulator's `suppressionlist@`) or the contact is
+    /// unsubscribed from MARKETING mail.
+    pub(crate) fn stage_one<'a>(
+        &'a self,
+        staged: &mut Staged<'a>,
+        r: StageRecipient<'a>,
+    ) -> Accepted {
+        let id = new_id();
+        let vars = render_vars(
+            r.contact_id,
+            &r.email,
+            &r.data,
+            self.links
+                .page_urls(self.project_id, r.contact_id, Some(id)),
+        );
+        let simulated = simulated_outcome(&r.email);
+        let (skipped, detail) = if simulated == Some(SimulatedOutcome::SuppressionList) {
+            let why = "mailbox simulator: the address is on the suppression list";
+            (Some("suppressed"), Some(why.to_owned()))
+        } else if let Some(reason) = &r.suppressed {
+            let why = format!("the address is on the project's suppression list ({reason})");
+            (Some("suppressed"), Some(why))
+        } else if self.marketing && !r.subscribed {
+            let why = "contact is unsubscribed from marketing mail";
+            (Some("unsubscribed"), Some(why.to_owned()))
+        } else {
+            (None, None)
+        };
+        for (position, sha256) in self.attachment_shas.iter().enumerate() {
+            staged.refs.push(AttachmentRef {
+                message_id: id,
+                position: i32::try_from(position).unwrap_or(i32::MAX),
+                project_id: self.project_id,
+                sha256,
+            });
+        }
+        if skipped.is_none() {
+            staged
+                .jobs
+                .push((Some(self.project_id), json!({"messageId": id})));
+        }
+        staged.messages.push(StagedMessage {
+            spec: self,
+            id,
+            contact_id: r.contact_id,
+            to_email: r.email.clone(),
+            to_name: r.name,
+            subject: one_line(self.subject.render(&vars, Escape::None)),
+            html: self.body.render(&vars, Escape::Html),
+            message_id_header: format!("{id}@{}", self.from.domain()),
+            skip_detail: detail,
+            simulated: simulated.is_some(),
+        });
+        Accepted {
+            contact_id: r.contact_id,
+            email: r.email,
+            message_id: id,
+            skipped,
+        }
+    }
+}
+
 /// A rendered message waiting for the batch's multi-row insert.
 struct StagedMessage<'a> {
-    req: &'a AcceptRequest,
+    spec: &'a MessageSpec,
     id: Uuid,
     contact_id: Uuid,
     to_email: String,
@@ -358,25 +449,26 @@ impl Staged<'_> {
             .iter()
             .map(|m| NewMessage {
                 id: m.id,
-                project_id: m.req.project_id,
+                project_id: m.spec.project_id,
                 contact_id: Some(m.contact_id),
-                template_id: m.req.template_id,
-                source: "transactional",
-                template_type: m.req.template_type,
+                template_id: m.spec.template_id,
+                campaign_id: m.spec.campaign_id,
+                source: m.spec.source,
+                template_type: m.spec.template_type,
                 status: if m.skip_detail.is_some() {
                     MessageStatus::Suppressed
                 } else {
                     MessageStatus::Pending
                 },
-                from_email: m.req.from.as_str(),
-                from_name: m.req.from_name.as_deref(),
-                reply_to: m.req.reply_to.as_deref(),
+                from_email: m.spec.from.as_str(),
+                from_name: m.spec.from_name.as_deref(),
+                reply_to: m.spec.reply_to.as_deref(),
                 to_email: &m.to_email,
                 to_name: m.to_name,
                 subject: &m.subject,
                 html: &m.html,
-                headers: &m.req.headers,
-                attachments: &m.req.attachments,
+                headers: &m.spec.headers,
+                attachments: &m.spec.attachments,
                 message_id_header: &m.message_id_header,
                 detail: m.skip_detail.as_deref(),
                 simulated: m.simulated,

@@ -208,6 +208,9 @@ impl Worker {
             }
             return Ok(false);
         }
+        if self.campaign_cancelled(job, &msg).await? {
+            return Ok(false);
+        }
         if job.attempts > job.max_attempts {
             let reason = format!(
                 "gave up after {} attempts: the worker delivering it stopped (crashed or lost its lease) \
@@ -234,6 +237,10 @@ impl Worker {
         // No write before the handoff: SENT, its history and the ack are recorded together
         // afterwards. The status stays PENDING (or SENDING while retrying) until then.
         engine.throttle.acquire(msg.project_id).await;
+        // Cancelled while this message waited in the throttle.
+        if self.campaign_cancelled(job, &msg).await? {
+            return Ok(false);
+        }
         let signer = signer.unwrap_or_else(|| Err("no DKIM signer was looked up".to_owned()));
         let raw = match build_signed(engine, &msg, context, signer).await {
             Ok(raw) => raw,
@@ -368,6 +375,35 @@ impl Worker {
                 messages::add_history(&mut tx, msg.id, sending, None, now).await?;
             }
             messages::add_history(&mut tx, msg.id, sending, Some(&detail), now).await?;
+        }
+        tx.commit().await
+    }
+
+    /// True (and the message settled SUPPRESSED) when it belongs to a cancelled campaign. The
+    /// answer is cached per campaign for a second (`Store::campaign_cancelled`).
+    async fn campaign_cancelled(&self, job: &Job, msg: &Message) -> StoreResult<bool> {
+        let Some(campaign) = msg.campaign_id else {
+            return Ok(false);
+        };
+        if !self.engine.store.campaign_cancelled(campaign).await? {
+            return Ok(false);
+        }
+        self.finish_unsent(job, msg, "the campaign was cancelled")
+            .await?;
+        Ok(true)
+    }
+
+    /// SUPPRESSED with `reason` (not sent on purpose) and the job acked, if the lease is
+    /// still ours.
+    async fn finish_unsent(&self, job: &Job, msg: &Message, reason: &str) -> StoreResult<()> {
+        let now = self.engine.now();
+        let mut tx = self.engine.store.begin().await?;
+        if !jobs::complete(&mut tx, job.id, job.lease_token).await? {
+            return Ok(());
+        }
+        let status = MessageStatus::Suppressed;
+        if messages::set_status(&mut tx, msg.id, status, Some(reason), false, now).await? {
+            messages::add_history(&mut tx, msg.id, status, Some(reason), now).await?;
         }
         tx.commit().await
     }

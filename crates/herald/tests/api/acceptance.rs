@@ -81,6 +81,7 @@ fn plan(project_id: uuid::Uuid, to: &str, key: Option<&str>) -> SendPlan {
         headers: Vec::new(),
         attachments: Vec::new(),
         idempotency_key: key.map(str::to_owned),
+        ignore_subscription: false,
     }
 }
 

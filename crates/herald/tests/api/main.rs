@@ -17,6 +17,7 @@ mod activity;
 mod analytics;
 mod attachments;
 mod bulk;
+mod campaigns;
 mod contacts;
 mod crash;
 mod cross_site;

@@ -95,7 +95,7 @@ fn too_long(field: &str, max: usize, unit: &str, errors: &mut Vec<FieldError>) -
     None
 }
 
-fn checked_name(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(crate) fn checked_name(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
     let v = v.trim();
     if v.is_empty() {
         blank("name", errors)
@@ -106,17 +106,17 @@ fn checked_name(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
     }
 }
 
-fn refused(field: &str, v: Violation, errors: &mut Vec<FieldError>) {
+pub(crate) fn refused(field: &str, v: Violation, errors: &mut Vec<FieldError>) {
     errors.push(FieldError::new(field, v.message, v.code));
 }
 
-fn checked_subject(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(crate) fn checked_subject(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
     rules::subject(&v)
         .map_err(|e| refused("subject", e, errors))
         .ok()
 }
 
-fn checked_body(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(crate) fn checked_body(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
     if v.trim().is_empty() {
         blank("body", errors)
     } else if v.len() > BODY_MAX_BYTES {
@@ -127,7 +127,7 @@ fn checked_body(v: String, errors: &mut Vec<FieldError>) -> Option<String> {
 }
 
 /// An optional address: `null` or blank clears it, anything else must parse.
-fn optional_email(
+pub(crate) fn optional_email(
     v: Option<String>,
     field: &str,
     errors: &mut Vec<FieldError>,
@@ -139,7 +139,7 @@ fn optional_email(
 }
 
 /// A display name (`null` or blank clears it), by the rule of `herald_core::rules`.
-fn checked_from_name(v: Option<String>, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(crate) fn checked_from_name(v: Option<String>, errors: &mut Vec<FieldError>) -> Option<String> {
     rules::display_name(v.as_deref().unwrap_or(""))
         .map_err(|e| refused("fromName", e, errors))
         .ok()

@@ -1,0 +1,53 @@
+//! Where a custom field or an event name is referenced: the segments whose filter tree and the
+//! campaigns whose audience filter name it (`/contacts/fields/:field/usage`,
+//! `/events/:eventName/usage`). Trees are parsed with `herald_core::filter` and asked with its
+//! predicates, so a reference means the same as it does when the tree is evaluated.
+
+use herald_core::filter::Filter;
+use herald_core::ids::Uuid;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct UsageRef {
+    pub id: String,
+    pub name: String,
+}
+
+/// The segments and campaigns of the project whose tree satisfies `uses`.
+pub async fn filter_usage(
+    state: &AppState,
+    project_id: Uuid,
+    uses: impl Fn(&Filter) -> bool,
+) -> ApiResult<(Vec<UsageRef>, Vec<UsageRef>)> {
+    let hit = |raw: Option<&serde_json::Value>| {
+        raw.and_then(|v| Filter::parse(v).ok())
+            .is_some_and(|f| uses(&f))
+    };
+    let segments = state
+        .store
+        .list_segments(project_id)
+        .await?
+        .into_iter()
+        .filter(|s| hit(s.filters.as_ref()))
+        .map(|s| UsageRef {
+            id: s.id.to_string(),
+            name: s.name,
+        })
+        .collect();
+    let campaigns = state
+        .store
+        .filtered_campaigns(project_id)
+        .await?
+        .into_iter()
+        .filter(|c| hit(c.content.audience_filter.as_ref()))
+        .map(|c| UsageRef {
+            id: c.id.to_string(),
+            name: c.content.name,
+        })
+        .collect();
+    Ok((segments, campaigns))
+}

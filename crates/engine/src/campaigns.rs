@@ -1,0 +1,321 @@
+//! Campaign sending in the background (docs/campaigns.md):
+//! - the fan-out: a `campaign.fanout` job per sent campaign, due at its scheduled time, walks
+//!   the audience (subscribed contacts only) in keyset pages by contact id and queues each
+//!   page's messages through the send path's staging ([`MessageSpec`]: the same rendering,
+//!   suppression and unsubscribe rules as `/v1/send`);
+//! - the move to SENT, once the fan-out is done and no message of the campaign is left PENDING
+//!   or SENDING.
+//!
+//! Guarantees: each page's messages, their send jobs and the checkpoint commit in one
+//! transaction whose first write is the fenced hold of the fan-out job, so a fan-out resumed
+//! after a crash (or taken over by another node when the lease expired) starts after the last
+//! committed page: every recipient is queued exactly once. A cancel is seen at the next page
+//! (read inside the page's transaction), and delivery skips the campaign's messages not yet
+//! handed over.
+
+use std::time::Duration;
+
+use herald_core::campaign::{AudienceType, CampaignStatus};
+use herald_core::email::EmailAddress;
+use herald_core::filter::Filter;
+use herald_core::ids::Uuid;
+use herald_store::audience::{Audience, member_of};
+use herald_store::campaigns::{self as store_campaigns, Campaign, FANOUT_JOB, PageRecord};
+use herald_store::jobs::{self, Job};
+use herald_store::{StoreError, StoreResult, Tx, suppressions};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::Engine;
+use crate::send::accept::{CampaignMessage, MessageSpec, StageRecipient, Staged};
+
+/// Contacts per fan-out page (one transaction each).
+pub const PAGE: u32 = 1000;
+/// How often the worker looks for due fan-outs and finished campaigns.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Runs campaign fan-outs (one at a time on this node) and the SENT check until shutdown.
+pub async fn run_campaigns(engine: Engine, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let lease = crate::job_lease::lease_ms(&engine);
+        match engine
+            .store
+            .claim_jobs(FANOUT_JOB, 1, engine.now(), lease)
+            .await
+        {
+            Ok(claimed) => {
+                for job in claimed {
+                    run_one(&engine, job).await;
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "claiming campaign fan-outs failed"),
+        }
+        if let Err(e) = store_campaigns::finish_sent(&engine.store, engine.now()).await {
+            tracing::error!(error = %e, "the campaign SENT check failed");
+        }
+        if crate::sleep_or_shutdown(&mut shutdown, POLL).await {
+            return;
+        }
+    }
+}
+
+/// A claimed fan-out job and the campaign it names.
+struct Held<'a> {
+    engine: &'a Engine,
+    job: &'a Job,
+    project_id: Uuid,
+    campaign_id: Uuid,
+}
+
+impl Held<'_> {
+    /// A transaction whose first write is the fenced hold of the job; `None`: lease lost.
+    async fn begin(&self) -> StoreResult<Option<Tx>> {
+        let mut tx = self.engine.store.begin().await?;
+        if jobs::hold(
+            &mut tx,
+            self.job.id,
+            self.job.lease_token,
+            self.engine.now(),
+        )
+        .await?
+        {
+            Ok(Some(tx))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Acks the job (the fan-out has nothing more to do).
+    async fn complete(&self) -> StoreResult<()> {
+        let mut tx = self.engine.store.begin().await?;
+        if jobs::complete(&mut tx, self.job.id, self.job.lease_token).await? {
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+}
+
+async fn run_one(engine: &Engine, job: Job) {
+    let campaign_id = job
+        .payload
+        .0
+        .get("campaignId")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<Uuid>().ok());
+    let (Some(project_id), Some(campaign_id)) = (job.project_id, campaign_id) else {
+        settle_error(engine, &job, None, "the job names no campaign").await;
+        return;
+    };
+    let held = Held {
+        engine,
+        job: &job,
+        project_id,
+        campaign_id,
+    };
+    let outcome = if job.attempts > job.max_attempts {
+        Err(StoreError::Other(anyhow::anyhow!(
+            "the fan-out was interrupted {} times",
+            job.attempts - 1
+        )))
+    } else {
+        crate::job_lease::with_heartbeat(engine, &job, fan_out(&held)).await
+    };
+    if let Err(e) = outcome {
+        tracing::warn!(error = %e, job = %job.id, campaign = %campaign_id, "campaign fan-out failed");
+        settle_error(
+            engine,
+            &job,
+            Some((project_id, campaign_id)),
+            &e.to_string(),
+        )
+        .await;
+    }
+}
+
+/// Pages through the audience until it is all queued, the campaign is no longer SENDING, or
+/// the lease is lost.
+async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
+    let engine = held.engine;
+    let mut audience: Option<(Option<Filter>, MessageSpec)> = None;
+    loop {
+        let now = engine.now();
+        let Some(campaign) = engine
+            .store
+            .campaign(held.project_id, held.campaign_id)
+            .await?
+        else {
+            return held.complete().await;
+        };
+        match campaign.status {
+            CampaignStatus::Scheduled => {
+                if let Some(at) = campaign.scheduled_at.filter(|at| *at > now) {
+                    // Rescheduled later while this job was claimed: wait for the new time.
+                    if let Some(mut tx) = held.begin().await?
+                        && jobs::postpone(&mut tx, held.job.id, held.job.lease_token, at, now)
+                            .await?
+                    {
+                        tx.commit().await?;
+                    }
+                    return Ok(());
+                }
+                let Some(mut tx) = held.begin().await? else {
+                    return Ok(());
+                };
+                store_campaigns::start_if_due(&mut tx, held.project_id, held.campaign_id, now)
+                    .await?;
+                tx.commit().await?;
+                continue;
+            }
+            CampaignStatus::Sending if !campaign.fanout_done => {}
+            _ => return held.complete().await,
+        }
+        if audience.is_none() {
+            audience = Some(prepare(engine, &campaign).await?);
+        }
+        let Some((filter, spec)) = &audience else {
+            continue;
+        };
+        let page = engine
+            .store
+            .matching_contacts_page(
+                held.project_id,
+                Audience::new(filter.as_ref(), true),
+                campaign.fanout_after,
+                PAGE,
+                now,
+            )
+            .await?;
+        let Some(mut tx) = held.begin().await? else {
+            return Ok(());
+        };
+        let in_tx = store_campaigns::status_in_tx(&mut tx, held.project_id, held.campaign_id)
+            .await?
+            .map(|(s, _)| s);
+        if in_tx != Some(CampaignStatus::Sending) {
+            // Cancelled (or deleted) since the read above: queue nothing; the loop acks.
+            drop(tx);
+            continue;
+        }
+        let done = page.len() < PAGE as usize;
+        let emails: Vec<&str> = page.iter().map(|c| c.email.as_str()).collect();
+        let mut suppressed =
+            suppressions::suppressed_among(&mut tx, held.project_id, &emails).await?;
+        let mut staged = Staged::default();
+        let mut skipped = 0;
+        for contact in &page {
+            let on_list = suppressed
+                .iter()
+                .position(|(e, _)| *e == contact.email)
+                .map(|i| suppressed.swap_remove(i).1);
+            let accepted = spec.stage_one(
+                &mut staged,
+                StageRecipient {
+                    contact_id: contact.id,
+                    email: contact.email.clone(),
+                    name: None,
+                    subscribed: contact.subscribed,
+                    data: contact.data.clone(),
+                    suppressed: on_list,
+                },
+            );
+            skipped += i64::from(accepted.skipped.is_some());
+        }
+        staged.flush(&mut tx, max_attempts(engine), now).await?;
+        let record = PageRecord {
+            last: page.last().map(|c| c.id),
+            written: page.len() as i64,
+            skipped,
+            done,
+        };
+        store_campaigns::record_page(&mut tx, held.project_id, held.campaign_id, record, now)
+            .await?;
+        if done && !jobs::complete(&mut tx, held.job.id, held.job.lease_token).await? {
+            return Ok(());
+        }
+        tx.commit().await?;
+        engine.wake.notify_one();
+        crate::metrics::campaign_page(page.len());
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+fn max_attempts(engine: &Engine) -> i32 {
+    i32::try_from(engine.settings.send_max_attempts).unwrap_or(i32::MAX)
+}
+
+/// The campaign's audience filter and its message, resolved once per fan-out run (a SENDING
+/// campaign can no longer be edited).
+async fn prepare(
+    engine: &Engine,
+    campaign: &Campaign,
+) -> StoreResult<(Option<Filter>, MessageSpec)> {
+    let c = &campaign.content;
+    let filter = match c.audience_type {
+        AudienceType::All => None,
+        AudienceType::Segment => {
+            let id = c
+                .segment_id
+                .ok_or_else(|| invalid("a SEGMENT audience names no segment"))?;
+            Some(member_of(id))
+        }
+        AudienceType::Filtered => {
+            let raw = c
+                .audience_filter
+                .as_ref()
+                .ok_or_else(|| invalid("a FILTERED audience has no filter"))?;
+            let types = engine.store.field_types(campaign.project_id).await?;
+            let tree = Filter::parse_with_types(raw, &|k| types.get(k).copied())
+                .map_err(|e| invalid(&format!("the audience filter no longer parses: {e}")))?;
+            Some(tree)
+        }
+    };
+    let from = EmailAddress::parse(&c.from_email)
+        .map_err(|_| invalid("the campaign's sender is not a valid address"))?;
+    let spec = MessageSpec::campaign(
+        CampaignMessage {
+            project_id: campaign.project_id,
+            campaign_id: campaign.id,
+            subject: &c.subject,
+            body: &c.body,
+            from: &from,
+            from_name: c.from_name.clone(),
+            reply_to: c.reply_to.clone(),
+        },
+        &engine.links,
+    );
+    Ok((filter, spec))
+}
+
+fn invalid(why: &str) -> StoreError {
+    StoreError::Other(anyhow::anyhow!("{why}"))
+}
+
+/// Retries a failed attempt with backoff, or, once the attempts are spent, dead-letters the
+/// job and ends the campaign CANCELLED with the reason (what was queued still goes out).
+async fn settle_error(engine: &Engine, job: &Job, campaign: Option<(Uuid, Uuid)>, error: &str) {
+    let now = engine.now();
+    let result: StoreResult<()> = async {
+        let mut tx = engine.store.begin().await?;
+        if job.attempts >= job.max_attempts || campaign.is_none() {
+            if jobs::fail(&mut tx, job.id, job.lease_token, error, now).await? {
+                if let Some((project_id, id)) = campaign {
+                    let reason = format!("the fan-out failed: {error}");
+                    store_campaigns::give_up(&mut tx, project_id, id, &reason, now).await?;
+                }
+                tx.commit().await?;
+            }
+        } else {
+            let backoff = 1000 * i64::from(job.attempts.clamp(1, 30));
+            if jobs::retry(&mut tx, job.id, job.lease_token, now + backoff, error, now).await? {
+                tx.commit().await?;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::error!(error = %e, job = %job.id, "recording a fan-out failure failed");
+    }
+}

@@ -1,0 +1,52 @@
+//! Keeping a long job's lease alive: the heartbeat that contact jobs and campaign fan-outs run
+//! beside their work, so a job that takes minutes is not claimed again by another worker.
+//! Leases are fenced (see `herald_store::jobs`): once the heartbeat finds the lease lost it
+//! stops, and the job's own fenced writes then change nothing.
+
+use std::future::Future;
+use std::time::Duration;
+
+use herald_core::ids::Uuid;
+use herald_store::jobs::Job;
+use tokio::sync::watch;
+
+use crate::Engine;
+
+/// The lease of a long job, from the send lease setting.
+pub(crate) fn lease_ms(engine: &Engine) -> i64 {
+    i64::try_from(engine.settings.send_lease.as_millis()).unwrap_or(10_000)
+}
+
+/// Runs `work` with the job's lease renewed every third of the lease until it ends.
+pub(crate) async fn with_heartbeat<T>(
+    engine: &Engine,
+    job: &Job,
+    work: impl Future<Output = T>,
+) -> T {
+    let (stop, stopped) = watch::channel(false);
+    let beat = tokio::spawn(heartbeat(engine.clone(), job.id, job.lease_token, stopped));
+    let out = work.await;
+    let _ = stop.send(true);
+    let _ = beat.await;
+    out
+}
+
+/// Renews the job's lease every third of the lease until told to stop or the lease is lost.
+async fn heartbeat(engine: Engine, id: Uuid, token: Uuid, mut stop: watch::Receiver<bool>) {
+    let lease = lease_ms(&engine);
+    let every = Duration::from_millis(u64::try_from(lease / 3).unwrap_or(1000).max(50));
+    loop {
+        if crate::sleep_or_shutdown(&mut stop, every).await {
+            return;
+        }
+        match engine
+            .store
+            .extend_leases(&[(id, token)], engine.now() + lease)
+            .await
+        {
+            Ok(kept) if kept.is_empty() => return,
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, job = %id, "extending a job lease failed"),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The store side of the campaign fan-out (engine `campaigns`): the start of a due scheduled
+//! campaign, the per-page checkpoint, and the move to SENT.
+//!
+//! Every write here runs in a transaction whose first write was the fenced hold of the
+//! fan-out job (`jobs::hold`), so a worker that lost its lease commits nothing.
+
+use herald_core::campaign::CampaignStatus;
+use herald_core::ids::Uuid;
+use herald_core::time::Millis;
+
+use super::lifecycle::status_in_tx;
+use crate::{Store, StoreResult, Tx};
+
+/// Queue job kind of a campaign's fan-out (payload `{campaignId}`).
+pub const FANOUT_JOB: &str = "campaign.fanout";
+
+/// Moves a SCHEDULED campaign whose time has come to SENDING. Returns the status after the
+/// call (`None`: the campaign is gone).
+pub async fn start_if_due(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+    now: Millis,
+) -> StoreResult<Option<CampaignStatus>> {
+    let Some((status, _)) = status_in_tx(tx, project_id, id).await? else {
+        return Ok(None);
+    };
+    if status != CampaignStatus::Scheduled {
+        return Ok(Some(status));
+    }
+    let n = db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE campaigns SET status = 'SENDING', started_at = $3, updated_at = $3 \
+             WHERE project_id = $1 AND id = $2 AND status = 'SCHEDULED' \
+             AND (scheduled_at IS NULL OR scheduled_at <= $3)",
+        )
+        .bind(project_id)
+        .bind(id)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+    });
+    Ok(Some(if n > 0 {
+        CampaignStatus::Sending
+    } else {
+        status
+    }))
+}
+
+/// One committed page of the fan-out.
+#[derive(Clone, Copy, Debug)]
+pub struct PageRecord {
+    /// The page's last contact id (the next page starts after it); `None` for an empty page.
+    pub last: Option<Uuid>,
+    /// Messages written (queued or skipped) and, of those, skipped.
+    pub written: i64,
+    pub skipped: i64,
+    /// The page was the audience's last.
+    pub done: bool,
+}
+
+/// The checkpoint after a page, in the page's transaction.
+pub async fn record_page(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+    page: PageRecord,
+    now: Millis,
+) -> StoreResult<()> {
+    db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE campaigns SET fanout_after = COALESCE($3, fanout_after), \
+             total_recipients = total_recipients + $4, \
+             skipped_recipients = skipped_recipients + $5, fanout_done = $6, \
+             fanout_job_id = CASE WHEN $6 THEN NULL ELSE fanout_job_id END, updated_at = $7 \
+             WHERE project_id = $1 AND id = $2",
+        )
+        .bind(project_id)
+        .bind(id)
+        .bind(page.last)
+        .bind(page.written)
+        .bind(page.skipped)
+        .bind(page.done)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    });
+    Ok(())
+}
+
+/// Moves every SENDING campaign whose fan-out is done and which has no message left PENDING
+/// or SENDING to SENT; returns how many moved. One index probe per sending campaign.
+pub async fn finish_sent(store: &Store, now: Millis) -> StoreResult<u64> {
+    Ok(db_write!(store, |pool| {
+        sqlx::query(
+            "UPDATE campaigns SET status = 'SENT', finished_at = $1, updated_at = $1 \
+             WHERE status = 'SENDING' AND fanout_done = TRUE AND NOT EXISTS \
+             (SELECT 1 FROM messages m WHERE m.project_id = campaigns.project_id \
+              AND m.campaign_id = campaigns.id AND m.status IN ('PENDING', 'SENDING'))",
+        )
+        .bind(now)
+        .execute(pool)
+        .await?
+        .rows_affected()
+    }))
+}
+
+/// Ends a campaign whose fan-out failed for good: CANCELLED, with the reason kept. What was
+/// queued before still goes out.
+pub async fn give_up(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+    reason: &str,
+    now: Millis,
+) -> StoreResult<()> {
+    db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE campaigns SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3, \
+             fanout_job_id = NULL, fanout_error = $4 \
+             WHERE project_id = $1 AND id = $2 AND status IN ('SCHEDULED', 'SENDING')",
+        )
+        .bind(project_id)
+        .bind(id)
+        .bind(now)
+        .bind(reason)
+        .execute(&mut *conn)
+        .await?;
+    });
+    Ok(())
+}
