@@ -412,7 +412,7 @@ async fn segment_and_filtered_audiences(engine: Engine) {
         12,
         true,
         |i| format!("p{i}@example.org"),
-        |i| json!({"plan": if i % 3 == 0 { "pro" } else { "free" }}),
+        |i| json!({"plan": if i.is_multiple_of(3) { "pro" } else { "free" }}),
     )
     .await;
     let pro = json!({"operator": "AND", "conditions": [
@@ -504,7 +504,7 @@ async fn segment_and_filtered_audiences(engine: Engine) {
             .trim_end_matches("@example.org")
             .parse()
             .unwrap();
-        let list = if i % 3 == 0 { &id } else { &id2 };
+        let list = if i.is_multiple_of(3) { &id } else { &id2 };
         let emails = expect_json(
             app.get(&format!("/emails?campaignId={list}&limit=100"), sk)
                 .await,
