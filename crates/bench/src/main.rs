@@ -21,6 +21,8 @@
 //!
 //! `segments` counts a two-condition dynamic segment over 1,000,000 contacts on SQLite
 //! (docs/segments.md), without and with an expression index on the `data.` field.
+//! `campaign` fans out one campaign to `count` contacts (default 1,000,000) on SQLite and
+//! prints recipients queued per second and the peak RSS (docs/campaigns.md).
 //! `import` imports a ~5 MB CSV (60,000 rows) into a project already holding `count`
 //! contacts (default 1,000,000) and prints rows/s; `analytics` times `/analytics/timeseries`
 //! over 30 days of `count` sends (default 1,000,000) (both in `imports.rs`).
@@ -30,6 +32,7 @@
 //! 30 s after each. `--no-default-features` builds it with the system allocator.
 #![forbid(unsafe_code)]
 
+mod campaigns;
 mod contacts;
 mod imports;
 mod load;
@@ -42,7 +45,7 @@ mod track;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|import|analytics [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics [--count N] [--concurrency N] [--fields N] \
      [--concurrent] [--database-url postgres://...]";
 
 #[derive(Debug)]
@@ -60,7 +63,8 @@ pub struct Options {
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
     let bench = match args.next().as_deref() {
         Some(
-            b @ ("contacts" | "send" | "memory" | "track" | "segments" | "import" | "analytics"),
+            b @ ("contacts" | "send" | "memory" | "track" | "segments" | "campaign" | "import"
+            | "analytics"),
         ) => b.to_owned(),
         Some("-h" | "--help") | None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
@@ -69,7 +73,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         count: match bench.as_str() {
             "send" | "track" => 20_000,
             "memory" => 2_000,
-            "segments" => 1_000_000,
+            "segments" | "campaign" => 1_000_000,
             _ => 100_000,
         },
         concurrency: if bench == "memory" { 16 } else { 32 },
@@ -136,6 +140,7 @@ async fn main() -> anyhow::Result<()> {
             .await
         }
         "segments" => segments::run(&segments::SegmentsOptions { count: opts.count }).await,
+        "campaign" => campaigns::run(opts.count).await,
         "track" => {
             track::run(&track::TrackOptions {
                 count: opts.count,

@@ -37,10 +37,10 @@ pub struct MemoryOptions {
 }
 
 /// The highest RSS seen since the last reset, sampled every 20 ms.
-struct Peak(Arc<AtomicU64>);
+pub(crate) struct Peak(Arc<AtomicU64>);
 
 impl Peak {
-    fn start() -> Peak {
+    pub(crate) fn start() -> Peak {
         let peak = Arc::new(AtomicU64::new(0));
         let p = peak.clone();
         tokio::spawn(async move {
@@ -54,7 +54,7 @@ impl Peak {
     fn reset(&self) {
         self.0.store(rss_mb() as u64, Ordering::Relaxed);
     }
-    fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed).max(rss_mb() as u64)
     }
 }

@@ -29,26 +29,14 @@ use tokio::sync::watch;
 use crate::Engine;
 use crate::send::accept::{CampaignMessage, MessageSpec, StageRecipient, Staged};
 
-/// Contacts per fan-out page (one transaction each).
-pub const PAGE: u32 = 1000;
 /// How often the worker looks for due fan-outs and finished campaigns.
 const POLL: Duration = Duration::from_millis(500);
 
 /// Runs campaign fan-outs (one at a time on this node) and the SENT check until shutdown.
 pub async fn run_campaigns(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     loop {
-        let lease = crate::job_lease::lease_ms(&engine);
-        match engine
-            .store
-            .claim_jobs(FANOUT_JOB, 1, engine.now(), lease)
-            .await
-        {
-            Ok(claimed) => {
-                for job in claimed {
-                    run_one(&engine, job).await;
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "claiming campaign fan-outs failed"),
+        if let Err(e) = engine.fan_out_due().await {
+            tracing::error!(error = %e, "claiming campaign fan-outs failed");
         }
         if let Err(e) = store_campaigns::finish_sent(&engine.store, engine.now()).await {
             tracing::error!(error = %e, "the campaign SENT check failed");
@@ -56,6 +44,23 @@ pub async fn run_campaigns(engine: Engine, mut shutdown: watch::Receiver<bool>) 
         if crate::sleep_or_shutdown(&mut shutdown, POLL).await {
             return;
         }
+    }
+}
+
+impl Engine {
+    /// Claims one due fan-out job and runs it to its end (all queued, stopped, or failed and
+    /// settled); returns whether there was one.
+    pub async fn fan_out_due(&self) -> StoreResult<bool> {
+        let lease = crate::job_lease::lease_ms(self);
+        let claimed = self
+            .store
+            .claim_jobs(FANOUT_JOB, 1, self.now(), lease)
+            .await?;
+        let found = !claimed.is_empty();
+        for job in claimed {
+            run_one(self, job).await;
+        }
+        Ok(found)
     }
 }
 
@@ -175,13 +180,14 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
         let Some((filter, spec)) = &audience else {
             continue;
         };
+        let size = engine.settings.campaign_page_size.max(1);
         let page = engine
             .store
             .matching_contacts_page(
                 held.project_id,
                 Audience::new(filter.as_ref(), true),
                 campaign.fanout_after,
-                PAGE,
+                size,
                 now,
             )
             .await?;
@@ -196,7 +202,7 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
             drop(tx);
             continue;
         }
-        let done = page.len() < PAGE as usize;
+        let done = page.len() < size as usize;
         let emails: Vec<&str> = page.iter().map(|c| c.email.as_str()).collect();
         let mut suppressed =
             suppressions::suppressed_among(&mut tx, held.project_id, &emails).await?;

@@ -49,6 +49,8 @@ pub struct EngineSettings {
     pub sns_test_certificate: Option<PathBuf>,
     /// Rows of a CSV import committed per transaction (its checkpoint and progress step).
     pub import_batch_rows: usize,
+    /// Contacts per campaign fan-out transaction (its checkpoint and progress step).
+    pub campaign_page_size: u32,
     /// Where uploaded images are stored (the local implementation of the upload storage).
     pub uploads_dir: PathBuf,
     /// Largest uploaded image in bytes.
@@ -89,6 +91,7 @@ impl std::fmt::Debug for EngineSettings {
             .field("sns_topic_arns", &self.sns_topic_arns)
             .field("sns_test_certificate", &self.sns_test_certificate)
             .field("import_batch_rows", &self.import_batch_rows)
+            .field("campaign_page_size", &self.campaign_page_size)
             .field("uploads_dir", &self.uploads_dir)
             .field("upload_max_bytes", &self.upload_max_bytes)
             .finish_non_exhaustive()
@@ -120,6 +123,7 @@ impl EngineSettings {
             sns_topic_arns: Vec::new(),
             sns_test_certificate: None,
             import_batch_rows: 2000,
+            campaign_page_size: 1000,
             uploads_dir: data_dir.join("uploads"),
             upload_max_bytes: 5 * 1024 * 1024,
             reputation: Default::default(),

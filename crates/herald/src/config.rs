@@ -40,6 +40,8 @@ pub struct Config {
     pub upload_max_bytes: usize,
     /// Rows of a CSV import committed per transaction (each commit moves the job's progress).
     pub import_batch_rows: usize,
+    /// Contacts per campaign fan-out transaction (each commit is a checkpoint).
+    pub campaign_page_size: u32,
     pub database_max_connections: u32,
     /// Run the background workers (send queue, domain checks) in this process.
     pub workers: bool,
@@ -181,6 +183,7 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             upload_max_bytes: 5 * 1024 * 1024,
             import_batch_rows: 2000,
+            campaign_page_size: 1000,
             database_max_connections: 16,
             workers: true,
             spf_mechanism: String::new(),
@@ -368,6 +371,7 @@ impl Config {
             sns_topic_arns: self.sns_topic_arns.clone(),
             sns_test_certificate: self.sns_trust_cert_pem.clone(),
             import_batch_rows: self.import_batch_rows.max(1),
+            campaign_page_size: self.campaign_page_size.clamp(1, 10_000),
             uploads_dir: self.data_dir.join("uploads"),
             upload_max_bytes: self.upload_max_bytes,
             reputation: herald_core::security::CriticalRates {

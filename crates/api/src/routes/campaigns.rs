@@ -47,7 +47,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(send_campaign))
         .routes(routes!(cancel_campaign))
         .routes(routes!(test_campaign))
-        .routes(routes!(campaign_stats))
+        .routes(routes!(campaign_statistics))
 }
 
 fn not_found() -> ApiError {
@@ -366,7 +366,7 @@ async fn test_campaign(
 /// Recipients and how many messages reached each stage, with rates (fractions of `sent`).
 #[utoipa::path(get, path = "/campaigns/{id}/stats", tag = "campaigns", params(("id" = String, Path)),
     responses((status = 200, body = CampaignStatsResponse), (status = 404)))]
-async fn campaign_stats(
+async fn campaign_statistics(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,

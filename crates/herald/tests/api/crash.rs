@@ -26,6 +26,16 @@ both_engines!(
 const LEASE: Duration = Duration::from_secs(10);
 
 fn spawn_worker(config: &herald::Config) -> Child {
+    spawn_worker_with(config, LEASE, &[])
+}
+
+/// A `herald serve` child on the test app's database and relay, with its own lease and extra
+/// settings (`HERALD_*` name, value).
+pub fn spawn_worker_with(
+    config: &herald::Config,
+    lease: Duration,
+    extra: &[(&str, &str)],
+) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
     cmd.arg("serve")
         .env("HERALD_LISTEN", "127.0.0.1:0")
@@ -48,14 +58,17 @@ fn spawn_worker(config: &herald::Config) -> Child {
                 .unwrap_or_default(),
         )
         .env("HERALD_SEND_RETRY_BASE_SECS", "0.2")
-        .env("HERALD_SEND_LEASE_SECS", LEASE.as_secs().to_string())
+        .env("HERALD_SEND_LEASE_SECS", lease.as_secs().to_string())
         .env("HERALD_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
     cmd.spawn().expect("spawn herald")
 }
 
-fn kill(mut child: Child) {
+pub fn kill(mut child: Child) {
     child.kill().expect("kill -9");
     child.wait().expect("reap");
 }

@@ -17,6 +17,7 @@ mod activity;
 mod analytics;
 mod attachments;
 mod bulk;
+mod campaign_crash;
 mod campaigns;
 mod contacts;
 mod crash;

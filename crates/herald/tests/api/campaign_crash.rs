@@ -1,0 +1,178 @@
+//! Crash safety of campaigns: a `herald serve` process killed (SIGKILL) in the middle of a
+//! campaign's fan-out, and again while its messages are being delivered. After each restart
+//! every recipient is queued exactly once (one message per contact, none missing), and a
+//! recipient is handed to the relay twice only if its message was in flight (at the relay,
+//! not yet recorded SENT) at a kill (DECISIONS.md "Delivery guarantees").
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::both_engines;
+use crate::campaigns::{body, create, get, seed, wait_campaign};
+use crate::crash::{kill, spawn_worker_with};
+use crate::helpers::{Engine, TestApp, expect_json};
+use crate::mail_setup::{MailWorld, mail_world};
+
+both_engines!(killed_during_fan_out_and_sending_queues_each_recipient_once);
+
+const CONTACTS: usize = 3000;
+const LEASE: Duration = Duration::from_secs(3);
+
+/// Every message of the campaign: (to, status), through the cursor-paged `/emails`.
+async fn campaign_messages(app: &TestApp, key: &str, id: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!("/emails?campaignId={id}&limit=100");
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let page = expect_json(app.get(&path, key).await, 200).await;
+        for m in page["data"].as_array().expect("data") {
+            out.push((
+                m["to"].as_str().unwrap_or_default().to_owned(),
+                m["status"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+        match page["cursor"].as_str() {
+            Some(c) if page["hasMore"] == true => cursor = Some(c.to_owned()),
+            _ => return out,
+        }
+    }
+}
+
+/// After a kill: waits until the relay is quiet, then returns the recipients in flight (at the
+/// relay, not recorded SENT).
+async fn in_flight_after_kill(w: &MailWorld, id: &str) -> HashSet<String> {
+    let mut last = (w.sink.attempts(), Instant::now());
+    while last.1.elapsed() < Duration::from_millis(300) || w.sink.unreplied() > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if w.sink.attempts() != last.0 {
+            last = (w.sink.attempts(), Instant::now());
+        }
+    }
+    let at_relay: HashSet<String> = w
+        .sink
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.rcpt_to)
+        .collect();
+    let sent: HashSet<String> = campaign_messages(&w.app, &w.project.secret_key, id)
+        .await
+        .into_iter()
+        .filter(|(_, s)| s == "SENT")
+        .map(|(to, _)| to)
+        .collect();
+    at_relay.difference(&sent).cloned().collect()
+}
+
+async fn killed_during_fan_out_and_sending_queues_each_recipient_once(engine: Engine) {
+    // The in-process app only answers the API; child processes fan out and deliver.
+    let w = mail_world(engine, |c| c.workers = false).await;
+    let (app, sk) = (&w.app, &w.project.secret_key);
+    seed(
+        app,
+        &w.project.id,
+        CONTACTS,
+        true,
+        |i| format!("r{i:05}@example.org"),
+        |i| json!({"n": i}),
+    )
+    .await;
+    let c = create(app, sk, &body("Crash me")).await;
+    let id = c["id"].as_str().unwrap().to_owned();
+    expect_json(
+        app.post(&format!("/campaigns/{id}/send"), sk, &json!({}))
+            .await,
+        200,
+    )
+    .await;
+    // Small pages (many checkpoints) and a slow relay, so both kills land mid-work.
+    let settings = [("HERALD_CAMPAIGN_PAGE_SIZE", "100")];
+    w.sink.set_reply_delay(Duration::from_millis(20));
+
+    let queued = |c: &Value| c["totalRecipients"].as_u64().unwrap_or(0);
+    let first = spawn_worker_with(&app.config, LEASE, &settings);
+    let at_kill = wait_campaign(app, sk, &id, Duration::from_secs(120), |c| queued(c) >= 300).await;
+    kill(first);
+    let mut in_flight = in_flight_after_kill(&w, &id).await;
+    let at_first_kill = queued(&get(app, sk, &id).await);
+    println!(
+        "first kill: {} of {CONTACTS} queued (read {} just before), {} in flight",
+        at_first_kill,
+        queued(&at_kill),
+        in_flight.len()
+    );
+    assert!(
+        (at_first_kill as usize) < CONTACTS,
+        "the first kill must land during the fan-out"
+    );
+
+    let second = spawn_worker_with(&app.config, LEASE, &settings);
+    wait_campaign(app, sk, &id, Duration::from_secs(120), |c| {
+        queued(c) as usize == CONTACTS
+    })
+    .await;
+    let delivered_before = w.sink.messages().len();
+    w.sink
+        .wait_for(delivered_before + 50, Duration::from_secs(120))
+        .await;
+    kill(second);
+    in_flight.extend(in_flight_after_kill(&w, &id).await);
+    let at_second_kill = w.sink.messages().len();
+    println!(
+        "second kill: fan-out done, {at_second_kill} handed over, {} in flight in all",
+        in_flight.len()
+    );
+    assert!(
+        at_second_kill < CONTACTS,
+        "the second kill must land during delivery"
+    );
+
+    w.sink.set_reply_delay(Duration::ZERO);
+    let third = spawn_worker_with(&app.config, LEASE, &settings);
+    let done = wait_campaign(app, sk, &id, Duration::from_secs(180), |c| {
+        c["status"] == "SENT"
+    })
+    .await;
+    kill(third);
+    assert_eq!(done["totalRecipients"], CONTACTS as u64);
+
+    // Queued exactly once: one message per recipient, none missing.
+    let messages = campaign_messages(app, sk, &id).await;
+    assert_eq!(messages.len(), CONTACTS);
+    let distinct: HashSet<&String> = messages.iter().map(|(to, _)| to).collect();
+    assert_eq!(distinct.len(), CONTACTS, "a recipient was queued twice");
+    assert!(messages.iter().all(|(_, s)| s == "SENT"));
+
+    // Delivered at least once; twice only if in flight at a kill.
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for m in w.sink.messages() {
+        for r in m.rcpt_to {
+            *counts.entry(r).or_insert(0) += 1;
+        }
+    }
+    for i in 0..CONTACTS {
+        let r = format!("r{i:05}@example.org");
+        assert!(counts.contains_key(&r), "{r} never delivered");
+    }
+    let twice: Vec<&String> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(r, _)| r)
+        .collect();
+    println!(
+        "handed over twice: {} (bound: {} in flight)",
+        twice.len(),
+        in_flight.len()
+    );
+    for r in twice {
+        assert_eq!(counts[r], 2, "{r} handed over more than twice");
+        assert!(
+            in_flight.contains(r),
+            "{r} repeated but not in flight at a kill"
+        );
+    }
+}
