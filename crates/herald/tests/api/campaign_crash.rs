@@ -2,7 +2,8 @@
 //! campaign's fan-out, and again while its messages are being delivered. After each restart
 //! every recipient is queued exactly once (one message per contact, none missing), and a
 //! recipient is handed to the relay twice only if its message was in flight (at the relay,
-//! not yet recorded SENT) at a kill (DECISIONS.md "Delivery guarantees").
+//! not yet recorded SENT) at a kill (DECISIONS.md "Delivery guarantees"). Two processes on one
+//! database deliver one large campaign together, each recipient exactly once.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -15,7 +16,10 @@ use crate::crash::{kill, spawn_worker_with};
 use crate::helpers::{Engine, TestApp, expect_json};
 use crate::mail_setup::{MailWorld, mail_world};
 
-both_engines!(killed_during_fan_out_and_sending_queues_each_recipient_once);
+both_engines!(
+    killed_during_fan_out_and_sending_queues_each_recipient_once,
+    two_nodes_deliver_a_large_campaign_once,
+);
 
 const CONTACTS: usize = 3000;
 const LEASE: Duration = Duration::from_secs(3);
@@ -175,4 +179,59 @@ async fn killed_during_fan_out_and_sending_queues_each_recipient_once(engine: En
             "{r} repeated but not in flight at a kill"
         );
     }
+}
+
+/// Two `herald serve` processes on one database deliver one 10,000-recipient campaign
+/// together: one fan-out, and every recipient handed to the relay exactly once.
+async fn two_nodes_deliver_a_large_campaign_once(engine: Engine) {
+    const N: usize = 10_000;
+    let w = mail_world(engine, |c| c.workers = false).await;
+    let (app, sk) = (&w.app, &w.project.secret_key);
+    seed(
+        app,
+        &w.project.id,
+        N,
+        true,
+        |i| format!("n{i:05}@example.org"),
+        |_| json!({}),
+    )
+    .await;
+    let c = create(app, sk, &body("Everyone")).await;
+    let id = c["id"].as_str().unwrap().to_owned();
+    let settings = [("HERALD_CAMPAIGN_PAGE_SIZE", "500")];
+    let nodes = [
+        spawn_worker_with(&app.config, LEASE, &settings),
+        spawn_worker_with(&app.config, LEASE, &settings),
+    ];
+    let started = Instant::now();
+    expect_json(
+        app.post(&format!("/campaigns/{id}/send"), sk, &json!({}))
+            .await,
+        200,
+    )
+    .await;
+    let done = wait_campaign(app, sk, &id, Duration::from_secs(300), |c| {
+        c["status"] == "SENT"
+    })
+    .await;
+    println!(
+        "{N} recipients delivered by two nodes in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    for node in nodes {
+        kill(node);
+    }
+    assert_eq!(done["totalRecipients"], N as u64);
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for m in w.sink.messages() {
+        for r in m.rcpt_to {
+            *counts.entry(r).or_insert(0) += 1;
+        }
+    }
+    assert_eq!(counts.len(), N, "every recipient got the campaign");
+    let repeated: Vec<_> = counts.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(
+        repeated.is_empty(),
+        "handed over more than once: {repeated:?}"
+    );
 }
