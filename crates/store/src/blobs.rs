@@ -62,6 +62,7 @@ pub async fn add_refs(tx: &mut Tx, refs: &[AttachmentRef<'_>]) -> StoreResult<()
             "INSERT INTO message_attachments (message_id, position, project_id, sha256) VALUES {}",
             crate::messages::value_rows(chunk.len(), 4, 1)
         );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
             for r in chunk {

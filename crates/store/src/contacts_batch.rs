@@ -142,11 +142,13 @@ async fn insert_new(
     if rows.is_empty() {
         return Ok(Default::default());
     }
-    // ($3, $1, $4, $5, $6, $2, $2), ...: id, email, subscribed, data per row.
+    // Every value bound per row, in text order, so SQLite binds them anonymously
+    // (`engine::binds_for`): id, project, email, subscribed, data, created_at, updated_at.
     let values: Vec<String> = (0..rows.len())
         .map(|i| {
-            let b = 3 + 4 * i;
-            format!("(${b}, $1, ${}, ${}, ${}, $2, $2)", b + 1, b + 2, b + 3)
+            let b = 1 + 7 * i;
+            let p: Vec<String> = (b..b + 7).map(|n| format!("${n}")).collect();
+            format!("({})", p.join(", "))
         })
         .collect();
     let q = format!(
@@ -154,6 +156,7 @@ async fn insert_new(
          VALUES {} ON CONFLICT (project_id, email) DO NOTHING RETURNING email",
         values.join(", ")
     );
+    let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
     let data: Vec<Map<String, serde_json::Value>> = rows
         .iter()
         .map(|r| {
@@ -163,15 +166,16 @@ async fn insert_new(
         })
         .collect();
     let inserted: Vec<(String,)> = db_tx!(tx, |conn| {
-        let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()))
-            .bind(project_id)
-            .bind(now);
+        let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
         for (row, d) in rows.iter().zip(&data) {
             query = query
                 .bind(new_id())
+                .bind(project_id)
                 .bind(row.email)
                 .bind(row.subscribed.unwrap_or(default_subscribed))
-                .bind(Json(d));
+                .bind(Json(d))
+                .bind(now)
+                .bind(now);
         }
         query.fetch_all(&mut *conn).await?
     });

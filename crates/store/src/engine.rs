@@ -323,6 +323,46 @@ impl Store {
     }
 }
 
+/// A statement for the engine, its placeholders made anonymous on SQLite when they can be.
+///
+/// Why: for every bind, sqlx-sqlite asks SQLite the parameter's name, and SQLite finds a named
+/// parameter (`$N`) by a linear search, so binding a statement with P named parameters costs
+/// P^2: 50% of the CPU of a campaign fan-out went there (100-row inserts of 21 columns).
+/// Anonymous `?` parameters have no names and cost nothing to look up. A statement whose
+/// placeholders are exactly `$1, $2, ... $n` in text order, each once, means the same with
+/// `?`; any other statement is returned as it is. PostgreSQL keeps `$N`.
+pub(crate) fn binds_for(dialect: Dialect, sql: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    if dialect != Dialect::Sqlite {
+        return Cow::Borrowed(sql);
+    }
+    let bytes = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let (mut next, mut i, mut copied) = (1usize, 0usize, 0usize);
+    while i < bytes.len() {
+        if bytes[i] == b'$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            let start = i;
+            i += 1;
+            let mut n = 0usize;
+            while let Some(d) = bytes.get(i).filter(|b| b.is_ascii_digit()) {
+                n = n.saturating_mul(10).saturating_add(usize::from(d - b'0'));
+                i += 1;
+            }
+            if n != next {
+                return Cow::Borrowed(sql);
+            }
+            next += 1;
+            out.push_str(&sql[copied..start]);
+            out.push('?');
+            copied = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&sql[copied..]);
+    Cow::Owned(out)
+}
+
 /// Picks the statement text for the engine.
 pub(crate) fn sql(dialect: Dialect, sqlite: &'static str, postgres: &'static str) -> &'static str {
     match dialect {

@@ -70,3 +70,28 @@ async fn two_handles_on_one_sqlite_file_wait_instead_of_failing() {
         .unwrap());
     assert_eq!(n, 2 * PER_HANDLE as i64);
 }
+
+#[test]
+fn sequential_placeholders_become_anonymous_on_sqlite_only() {
+    use crate::engine::{Dialect, binds_for};
+    let sql = "INSERT INTO t VALUES ($1, $2, 'a$b', '$.x'), ($3, $4)";
+    assert_eq!(
+        binds_for(Dialect::Sqlite, sql),
+        "INSERT INTO t VALUES (?, ?, 'a$b', '$.x'), (?, ?)"
+    );
+    assert_eq!(binds_for(Dialect::Postgres, sql), sql);
+    // Repeated or out-of-order placeholders keep their names.
+    for kept in [
+        "SELECT $1, $1",
+        "SELECT $2, $1",
+        "SELECT $1, $3",
+        "SELECT $10",
+    ] {
+        assert_eq!(binds_for(Dialect::Sqlite, kept), kept);
+    }
+    let many: Vec<String> = (1..=12).map(|i| format!("${i}")).collect();
+    assert_eq!(
+        binds_for(Dialect::Sqlite, &many.join(",")),
+        ["?"; 12].join(",")
+    );
+}

@@ -306,6 +306,7 @@ pub async fn complete_many(tx: &mut Tx, held: &[(Uuid, Uuid)]) -> StoreResult<Ve
             "DELETE FROM jobs WHERE {} RETURNING id",
             id_token_pairs(chunk.len(), 1)
         );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<(Uuid,)> = db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query_as(sqlx::AssertSqlSafe(q.as_str()));
             for (id, token) in chunk {
@@ -329,14 +330,16 @@ pub async fn enqueue_many(
 ) -> StoreResult<Vec<Uuid>> {
     let ids: Vec<Uuid> = jobs.iter().map(|_| new_id()).collect();
     for (chunk, chunk_ids) in jobs.chunks(200).zip(ids.chunks(200)) {
-        // ($4, $5, $6), ...: id, project, payload per row; kind, run_at, max_attempts shared.
+        // Every value bound per row, in text order, so SQLite binds them anonymously
+        // (`engine::binds_for`): id, project, kind, payload, run_at, max_attempts, created_at,
+        // updated_at.
         let rows: Vec<String> = (0..chunk.len())
             .map(|i| {
-                let b = 4 + 3 * i;
+                let b = 1 + 8 * i;
+                let p: Vec<String> = (b..b + 8).map(|n| format!("${n}")).collect();
                 format!(
-                    "(${b}, ${}, $1, ${}, 'waiting', $2, $3, $2, $2)",
-                    b + 1,
-                    b + 2
+                    "({}, {}, {}, {}, 'waiting', {}, {}, {}, {})",
+                    p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
                 )
             })
             .collect();
@@ -345,13 +348,19 @@ pub async fn enqueue_many(
              VALUES {}",
             rows.join(", ")
         );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(q.as_str()))
-                .bind(kind)
-                .bind(run_at)
-                .bind(max_attempts);
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(q.as_str()));
             for ((project_id, payload), id) in chunk.iter().zip(chunk_ids) {
-                query = query.bind(*id).bind(*project_id).bind(Json(payload));
+                query = query
+                    .bind(*id)
+                    .bind(*project_id)
+                    .bind(kind)
+                    .bind(Json(payload))
+                    .bind(run_at)
+                    .bind(max_attempts)
+                    .bind(run_at)
+                    .bind(run_at);
             }
             query.execute(&mut *conn).await?;
         });

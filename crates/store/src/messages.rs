@@ -166,6 +166,7 @@ pub async fn insert_many(tx: &mut Tx, all: &[NewMessage<'_>]) -> StoreResult<()>
             "INSERT INTO messages ({INSERT_COLUMNS}) VALUES {}",
             value_rows(chunk.len(), 21, 1)
         );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
             for m in chunk {
@@ -496,6 +497,7 @@ async fn insert_sent_history(
         "INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES {}",
         value_rows(history.len(), 5, 1)
     );
+    let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
     db_tx!(&mut *tx, |conn| {
         let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
         for (message_id, status, detail, at) in &history {
@@ -554,6 +556,7 @@ async fn set_relay_ids(tx: &mut Tx, moved: &[&SentRecord<'_>]) -> StoreResult<()
          WHERE id IN (SELECT v.id FROM v)",
         value_rows(with_id.len(), 2, 1)
     );
+    let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
     db_tx!(&mut *tx, |conn| {
         let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
         for (id, rid) in &with_id {

@@ -76,6 +76,7 @@ pub async fn suppressed_among(
             "SELECT email, reason FROM suppressions WHERE project_id = $1 AND email IN ({})",
             placeholders.join(", ")
         );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<(String, String)> = db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
             for e in chunk {

@@ -54,6 +54,7 @@ pub async fn insert_tracked_many(tx: &mut Tx, events: &[NewTrackedEvent]) -> Sto
             "INSERT INTO events (id, project_id, contact_id, name, data, created_at, tracked) VALUES {}",
             rows.join(", ")
         );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
             for e in chunk {
