@@ -33,7 +33,7 @@ pub async fn run(opts: &SegmentsOptions) -> anyhow::Result<()> {
     for label in ["no expression index", "expression index on data.plan"] {
         if label.starts_with("expression") {
             sqlx::query(
-                "CREATE INDEX contacts_plan ON contacts(project_id, json_extract(data, '$.\"plan\"'))",
+                "CREATE INDEX contacts_plan ON contacts(project_id, json_extract(data, '$.\"plan\"'), id)",
             )
             .execute(&mut conn)
             .await?;

@@ -131,11 +131,23 @@ impl Engine {
         subscribed: bool,
     ) -> Result<Contact, PageError> {
         let patch = DataPatch::default();
+        // The message whose link was followed (and its campaign) caused the change.
+        let cause = match subject.message_id {
+            Some(id) => herald_store::events::Links::message(
+                id,
+                self.store
+                    .message_campaign(subject.project.id, id)
+                    .await?
+                    .flatten(),
+            ),
+            None => Default::default(),
+        };
         let change = ContactUpdate {
             email: None,
             subscribed: Some(subscribed),
             patch: &patch,
             now: self.now(),
+            cause,
         };
         match self
             .store

@@ -302,6 +302,23 @@ impl Store {
         rows_to_campaigns(rows)
     }
 
+    /// The campaign of one of the project's messages: `None` when there is no such message,
+    /// `Some(None)` for a message of no campaign.
+    pub async fn message_campaign(
+        &self,
+        project_id: Uuid,
+        message_id: Uuid,
+    ) -> StoreResult<Option<Option<Uuid>>> {
+        let row: Option<(Option<Uuid>,)> = db_read!(self, |pool| {
+            sqlx::query_as("SELECT campaign_id FROM messages WHERE project_id = $1 AND id = $2")
+                .bind(project_id)
+                .bind(message_id)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(row.map(|(c,)| c))
+    }
+
     /// The names of some of the project's campaigns (analytics labels).
     pub async fn campaign_names(
         &self,

@@ -71,6 +71,9 @@ pub struct ContactUpdate<'a> {
     pub subscribed: Option<bool>,
     pub patch: &'a DataPatch,
     pub now: Millis,
+    /// The message (and campaign) that caused the change, linked to its subscription event
+    /// (an unsubscribe link, a complaint); default for none.
+    pub cause: crate::events::Links,
 }
 
 /// Event names of subscription flips.
@@ -128,6 +131,7 @@ pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult
             subscribed: req.subscribed,
             patch: req.patch,
             now: req.now,
+            cause: Default::default(),
         },
     )
     .await?;
@@ -239,10 +243,11 @@ pub(crate) async fn apply_update(
         } else {
             UNSUBSCRIBED_EVENT
         };
-        crate::events::insert_event(
+        crate::events::insert_linked_event(
             tx,
             project_id,
             Some(contact.id),
+            change.cause,
             name,
             &json!({ "subscribed": s }),
             change.now,

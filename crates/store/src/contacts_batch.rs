@@ -56,6 +56,7 @@ pub async fn upsert_batch(
                 subscribed: row.subscribed,
                 patch: row.patch,
                 now,
+                cause: Default::default(),
             };
             apply_update(tx, project_id, contact, &change).await?;
             out.updated += 1;
@@ -203,6 +204,7 @@ pub async fn set_subscribed(
         subscribed: Some(subscribed),
         patch: &patch,
         now,
+        cause: Default::default(),
     };
     apply_update(tx, project_id, contact, &change).await?;
     Ok(Some(true))

@@ -296,6 +296,7 @@ async fn patch_contact(
         subscribed: body.subscribed,
         patch: &patch,
         now: state.engine.now(),
+        cause: Default::default(),
     };
     match state.store.update_contact(auth.id(), id, &change).await {
         Ok(c) => Ok(Json(c.into())),

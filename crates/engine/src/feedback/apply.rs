@@ -185,6 +185,7 @@ async fn unsubscribe(tx: &mut Tx, target: &FeedbackTarget, now: Millis) -> Store
         subscribed: Some(false),
         patch: &patch,
         now,
+        cause: herald_store::events::Links::message(target.id, target.campaign_id),
     };
     match update_contact(tx, target.project_id, contact_id, &change).await {
         Ok(_) | Err(StoreError::NotFound) => Ok(()),

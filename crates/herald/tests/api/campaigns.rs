@@ -377,9 +377,25 @@ async fn sends_once_to_every_subscribed_contact_and_becomes_sent(engine: Engine)
     assert!(text.contains("Subject: Hello F3"), "{text}");
     assert!(text.contains("List-Unsubscribe:"), "{text}");
 
+    // One recipient follows the one-click unsubscribe of the header: counted for the campaign.
+    let start = text.find("/unsubscribe/").unwrap();
+    let end = text[start..]
+        .find(|c: char| c == '>' || c.is_whitespace())
+        .unwrap();
+    let res = app
+        .client
+        .post(app.url(&text[start..start + end]))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
     let stats = expect_json(app.get(&format!("/campaigns/{id}/stats"), sk).await, 200).await;
     assert_eq!(stats["totalRecipients"], 40, "{stats}");
     assert_eq!(stats["sent"], 39, "{stats}");
+    assert_eq!(stats["unsubscribed"], 1, "{stats}");
     let emails = expect_json(
         app.get(&format!("/emails?campaignId={id}&limit=100"), sk)
             .await,
