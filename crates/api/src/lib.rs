@@ -54,6 +54,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::templates::router())
         .merge(routes::segments::router())
         .merge(routes::campaigns::router())
+        .merge(routes::billing::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
         .merge(routes::verify::router())

@@ -4,6 +4,7 @@
 
 pub mod account;
 pub mod analytics;
+pub mod billing;
 pub mod campaign;
 pub mod clock;
 pub mod contact_import;

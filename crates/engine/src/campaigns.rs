@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use herald_core::billing::Category;
 use herald_core::campaign::{AudienceType, CampaignStatus};
 use herald_core::email::EmailAddress;
 use herald_core::filter::Filter;
@@ -22,7 +23,7 @@ use herald_core::ids::Uuid;
 use herald_store::audience::{Audience, member_of};
 use herald_store::campaigns::{self as store_campaigns, Campaign, FANOUT_JOB, PageRecord};
 use herald_store::jobs::{self, Job};
-use herald_store::{StoreError, StoreResult, Tx, suppressions};
+use herald_store::{StoreError, StoreResult, Tx, billing, suppressions};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -203,6 +204,17 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
             continue;
         }
         let done = page.len() < size as usize;
+        let category = Category::Campaigns;
+        let adding = page.len() as i64;
+        if !billing::allows(&mut tx, held.project_id, category, adding, now).await? {
+            let reason = "the project's monthly campaigns limit is reached";
+            store_campaigns::give_up(&mut tx, held.project_id, held.campaign_id, reason, now)
+                .await?;
+            if jobs::complete(&mut tx, held.job.id, held.job.lease_token).await? {
+                tx.commit().await?;
+            }
+            return Ok(());
+        }
         let emails: Vec<&str> = page.iter().map(|c| c.email.as_str()).collect();
         let mut suppressed =
             suppressions::suppressed_among(&mut tx, held.project_id, &emails).await?;
@@ -227,6 +239,7 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
             skipped += i64::from(accepted.skipped.is_some());
         }
         staged.flush(&mut tx, max_attempts(engine), now).await?;
+        billing::count(&mut tx, held.project_id, category, adding - skipped, now).await?;
         let record = PageRecord {
             last: page.last().map(|c| c.id),
             written: page.len() as i64,
@@ -251,14 +264,10 @@ fn max_attempts(engine: &Engine) -> i32 {
     i32::try_from(engine.settings.send_max_attempts).unwrap_or(i32::MAX)
 }
 
-/// The campaign's audience filter and its message, resolved once per fan-out run (a SENDING
-/// campaign can no longer be edited).
-async fn prepare(
-    engine: &Engine,
-    campaign: &Campaign,
-) -> StoreResult<(Option<Filter>, MessageSpec)> {
+/// The campaign's audience filter (`None`: every contact).
+async fn audience_filter(engine: &Engine, campaign: &Campaign) -> StoreResult<Option<Filter>> {
     let c = &campaign.content;
-    let filter = match c.audience_type {
+    Ok(match c.audience_type {
         AudienceType::All => None,
         AudienceType::Segment => {
             let id = c
@@ -276,7 +285,17 @@ async fn prepare(
                 .map_err(|e| invalid(&format!("the audience filter no longer parses: {e}")))?;
             Some(tree)
         }
-    };
+    })
+}
+
+/// The campaign's audience filter and its message, resolved once per fan-out run (a SENDING
+/// campaign can no longer be edited).
+async fn prepare(
+    engine: &Engine,
+    campaign: &Campaign,
+) -> StoreResult<(Option<Filter>, MessageSpec)> {
+    let c = &campaign.content;
+    let filter = audience_filter(engine, campaign).await?;
     let from = EmailAddress::parse(&c.from_email)
         .map_err(|_| invalid("the campaign's sender is not a valid address"))?;
     let spec = MessageSpec::campaign(
@@ -292,6 +311,20 @@ async fn prepare(
         &engine.links,
     );
     Ok((filter, spec))
+}
+
+impl Engine {
+    /// How many contacts the campaign would go to now (subscribed ones of its audience).
+    pub async fn campaign_audience_size(&self, campaign: &Campaign) -> StoreResult<u64> {
+        let filter = audience_filter(self, campaign).await?;
+        self.store
+            .count_matching(
+                campaign.project_id,
+                Audience::new(filter.as_ref(), true),
+                self.now(),
+            )
+            .await
+    }
 }
 
 fn invalid(why: &str) -> StoreError {

@@ -18,6 +18,7 @@ pub mod accounts;
 pub mod activity;
 pub mod analytics;
 pub mod audience;
+pub mod billing;
 pub mod blobs;
 pub mod campaigns;
 pub mod contact_jobs;

@@ -12,6 +12,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use herald_core::billing::Category;
 use herald_core::campaign::{CampaignStatus, test_subject};
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
@@ -90,6 +91,37 @@ async fn require_sender(state: &AppState, auth: &ProjectAuth, from: &str) -> Api
         .require_verified_sender(auth.id(), &from)
         .await?;
     Ok(())
+}
+
+/// Refuses a send whose audience would pass the project's monthly campaigns cap (402). The
+/// fan-out checks again page by page (the audience may grow meanwhile).
+async fn require_within_limit(state: &AppState, c: &Campaign) -> ApiResult<()> {
+    let limits = state.store.billing_limits(c.project_id).await?;
+    if limits.get(Category::Campaigns).is_none() {
+        return Ok(());
+    }
+    let used = state
+        .store
+        .billing_consumption(c.project_id, state.engine.now())
+        .await?
+        .used
+        .into_iter()
+        .find(|(k, _)| *k == Category::Campaigns)
+        .map_or(0, |(_, n)| n);
+    let audience = state.engine.campaign_audience_size(c).await?;
+    let audience = i64::try_from(audience).unwrap_or(i64::MAX);
+    if limits.allows(Category::Campaigns, used, audience) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::PAYMENT_REQUIRED,
+        "BILLING_LIMIT_EXCEEDED",
+        format!(
+            "sending to {audience} contacts would pass the project's monthly campaigns limit \
+             ({used} used this month)"
+        ),
+    )
+    .with_suggestion("Raise the limit: PUT /users/@me/projects/{id}/billing-limits"))
 }
 
 /// Campaigns, newest first, by page.
@@ -269,6 +301,7 @@ async fn send_campaign(
             "segment_not_found",
         ));
     }
+    require_within_limit(&state, &c).await?;
     let max_attempts = i32::try_from(state.engine.settings.send_max_attempts).unwrap_or(i32::MAX);
     let outcome = state
         .store

@@ -5,6 +5,7 @@ pub mod account_tokens;
 pub mod accounts;
 pub mod activity;
 pub mod analytics;
+pub mod billing;
 pub mod campaigns;
 pub mod contact_jobs;
 pub mod contacts;

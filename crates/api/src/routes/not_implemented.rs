@@ -9,8 +9,10 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 async fn billing() -> ApiError {
-    ApiError::not_implemented("Billing (limits, consumption, checkout, portal, invoices)")
-        .with_suggestion("No payment provider can be configured in this version")
+    ApiError::not_implemented("Payments (checkout, billing portal, invoices)").with_suggestion(
+        "No payment provider can be configured in this version; monthly limits work \
+             without one: GET/PUT /users/@me/projects/{id}/billing-limits",
+    )
 }
 
 async fn payments_webhook() -> ApiError {
@@ -24,11 +26,6 @@ async fn oauth() -> ApiError {
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(
-            "/users/@me/projects/{id}/billing-limits",
-            get(billing).put(billing),
-        )
-        .route("/users/@me/projects/{id}/billing-consumption", get(billing))
         .route("/users/@me/projects/{id}/billing-invoices", get(billing))
         .route("/users/@me/projects/{id}/checkout", post(billing))
         .route("/users/@me/projects/{id}/billing-portal", post(billing))

@@ -118,6 +118,12 @@ pub(crate) fn accept_error(e: AcceptError) -> ApiError {
             e.to_string(),
         )
         .with_suggestion("Use a new Idempotency-Key for a new request"),
+        AcceptError::BillingLimit(_) => ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "BILLING_LIMIT_EXCEEDED",
+            e.to_string(),
+        )
+        .with_suggestion("Raise the limit: PUT /users/@me/projects/{id}/billing-limits"),
         AcceptError::Store(s) => s.into(),
     }
 }

@@ -17,7 +17,7 @@ use herald_core::time::Millis;
 use herald_store::blobs::{self, AttachmentRef};
 use herald_store::contacts::{ContactUpsert, upsert_contact};
 use herald_store::messages::{self, MessageStatus, NewMessage};
-use herald_store::{StoreError, StoreResult, Tx, jobs, suppressions};
+use herald_store::{StoreError, StoreResult, Tx, billing, jobs, suppressions};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -79,6 +79,9 @@ pub struct Accepted {
 pub enum AcceptError {
     #[error("this Idempotency-Key was already used in the last 24 hours")]
     IdempotencyKeyReused,
+    /// Queuing the messages would pass the project's monthly cap of the category.
+    #[error("the project's monthly {} limit is reached", .0.as_str())]
+    BillingLimit(herald_core::billing::Category),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -266,6 +269,12 @@ impl AcceptRequest {
         staged: &mut Staged<'a>,
         now: Millis,
     ) -> Result<Vec<Accepted>, AcceptError> {
+        // The cap first: a refused request writes nothing.
+        let category = herald_core::billing::Category::Transactional;
+        let adding = i64::try_from(self.recipients.len()).unwrap_or(i64::MAX);
+        if !billing::allows(tx, self.spec.project_id, category, adding, now).await? {
+            return Err(AcceptError::BillingLimit(category));
+        }
         if let Some(key) = &self.idempotency_key
             && !messages::claim_idempotency_key(
                 tx,
@@ -317,6 +326,9 @@ impl AcceptRequest {
             };
             accepted.push(self.spec.stage_one(staged, recipient));
         }
+        let queued = accepted.iter().filter(|a| a.skipped.is_none()).count();
+        let queued = i64::try_from(queued).unwrap_or(i64::MAX);
+        billing::count(tx, self.spec.project_id, category, queued, now).await?;
         Ok(accepted)
     }
 }

@@ -11,7 +11,7 @@ use crate::mail_setup::{message_ids, outbox_project, wait_status};
 both_engines!(
     reset_wipes_data_and_keeps_the_project,
     setup_state_follows_the_first_steps,
-    billing_and_oauth_answer_501,
+    payments_and_oauth_answer_501,
 );
 
 async fn reset_wipes_data_and_keeps_the_project(engine: Engine) {
@@ -161,15 +161,13 @@ async fn setup_state_follows_the_first_steps(engine: Engine) {
     expect_error(res, 403, "PROJECT_ACCESS_DENIED").await;
 }
 
-/// Billing and OAuth are not implemented: a clear 501, never a fake success.
-async fn billing_and_oauth_answer_501(engine: Engine) {
+/// Payments and OAuth are not implemented: a clear 501, never a fake success (limits and
+/// consumption work without a payment provider: billing.rs).
+async fn payments_and_oauth_answer_501(engine: Engine) {
     let app = engine.app().await;
     let p = app.project().await;
     let base = format!("/users/@me/projects/{}", p.id);
     for (m, path) in [
-        (Method::GET, format!("{base}/billing-limits")),
-        (Method::PUT, format!("{base}/billing-limits")),
-        (Method::GET, format!("{base}/billing-consumption")),
         (Method::GET, format!("{base}/billing-invoices")),
         (Method::POST, format!("{base}/checkout")),
         (Method::POST, format!("{base}/billing-portal")),

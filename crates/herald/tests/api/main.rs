@@ -16,6 +16,7 @@ mod accounts;
 mod activity;
 mod analytics;
 mod attachments;
+mod billing;
 mod bulk;
 mod campaign_crash;
 mod campaigns;
