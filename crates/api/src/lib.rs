@@ -55,6 +55,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::segments::router())
         .merge(routes::campaigns::router())
         .merge(routes::billing::router())
+        .merge(routes::workflows::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
         .merge(routes::verify::router())

@@ -31,3 +31,4 @@ pub mod segments;
 pub mod template;
 pub mod time;
 pub mod verify;
+pub mod workflow;

@@ -307,17 +307,18 @@ impl Store {
         Ok(row.map(Contact::from))
     }
 
-    /// Deletes a contact (its events go with it). False when there was none.
-    pub async fn delete_contact(&self, project_id: Uuid, id: Uuid) -> StoreResult<bool> {
-        let n = db_write!(self, |pool| {
-            sqlx::query("DELETE FROM contacts WHERE project_id = $1 AND id = $2")
-                .bind(project_id)
-                .bind(id)
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
-        Ok(n > 0)
+    /// Deletes a contact (its events go with it, its active workflow executions are
+    /// cancelled). False when there was none.
+    pub async fn delete_contact(
+        &self,
+        project_id: Uuid,
+        id: Uuid,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        let mut tx = self.begin().await?;
+        let deleted = crate::contacts_batch::delete(&mut tx, project_id, id, now).await?;
+        tx.commit().await?;
+        Ok(deleted)
     }
 
     /// Contacts with ids below `before` (newest first), at most `limit`.

@@ -210,8 +210,21 @@ pub async fn set_subscribed(
     Ok(Some(true))
 }
 
-/// Deletes one contact (its events go with it); false when the project has no such contact.
-pub async fn delete(tx: &mut Tx, project_id: Uuid, id: Uuid) -> StoreResult<bool> {
+/// Deletes one contact (its events go with it) and cancels its RUNNING and WAITING workflow
+/// executions; false when the project has no such contact.
+pub async fn delete(tx: &mut Tx, project_id: Uuid, id: Uuid, now: Millis) -> StoreResult<bool> {
+    db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE workflow_executions SET status = 'CANCELLED', completed_at = $3, updated_at = $3, \
+             exit_reason = 'the contact was deleted' \
+             WHERE project_id = $1 AND contact_id = $2 AND status IN ('RUNNING', 'WAITING')",
+        )
+        .bind(project_id)
+        .bind(id)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    });
     let n = db_tx!(tx, |conn| {
         sqlx::query("DELETE FROM contacts WHERE project_id = $1 AND id = $2")
             .bind(project_id)

@@ -51,6 +51,7 @@ pub mod templates;
 pub mod tracked;
 pub mod tracking;
 mod ttl_cache;
+pub mod workflows;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};

@@ -26,6 +26,7 @@ const WIPED: &[&str] = &[
     "DELETE FROM analytics_slots WHERE project_id = $1",
     "DELETE FROM analytics_watermarks WHERE project_id = $1",
     "DELETE FROM campaigns WHERE project_id = $1",
+    "DELETE FROM workflows WHERE project_id = $1",
     "DELETE FROM segment_members WHERE project_id = $1",
     "DELETE FROM segments WHERE project_id = $1",
     "DELETE FROM contacts WHERE project_id = $1",

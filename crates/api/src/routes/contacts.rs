@@ -317,7 +317,11 @@ async fn delete_contact(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = contact_id(&id)?;
-    if state.store.delete_contact(auth.id(), id).await? {
+    if state
+        .store
+        .delete_contact(auth.id(), id, state.engine.now())
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(contact_not_found())

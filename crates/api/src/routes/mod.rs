@@ -30,3 +30,4 @@ pub mod uploads;
 pub mod usage;
 pub mod verify;
 pub mod webhooks;
+pub mod workflows;

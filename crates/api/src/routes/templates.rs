@@ -214,13 +214,21 @@ async fn patch_template(
 
 /// Deletes a template.
 #[utoipa::path(delete, path = "/templates/{id}", tag = "templates", params(("id" = String, Path)),
-    responses((status = 204), (status = 404)))]
+    responses((status = 204), (status = 404), (status = 409)))]
 async fn delete_template(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = template_id(&id)?;
+    let used = state.store.template_workflow_steps(auth.id(), id).await?;
+    if let Some((_, workflow, _)) = used.first() {
+        return Err(ApiError::conflict(format!(
+            "the template is sent by {} workflow step(s) (first in workflow \"{workflow}\"); \
+             change or delete those steps first (GET /templates/{id}/usage)",
+            used.len()
+        )));
+    }
     if state.store.delete_template(auth.id(), id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -245,8 +253,9 @@ async fn duplicate_template(
     Ok((StatusCode::CREATED, Json(copy.into())))
 }
 
-/// Campaigns and workflow steps that send the template. Campaigns and workflows arrive in
-/// later versions of Herald; until then both lists are empty.
+/// Campaigns and workflow steps that send the template. Campaigns carry their own subject and
+/// body (they name no template), so that list is always empty; `workflowSteps` lists the
+/// SEND_EMAIL steps (`id` the step, `name` its workflow's name).
 #[utoipa::path(get, path = "/templates/{id}/usage", tag = "templates", params(("id" = String, Path)),
     responses((status = 200, body = TemplateUsage), (status = 404)))]
 async fn template_usage(
@@ -260,8 +269,16 @@ async fn template_usage(
         .template(auth.id(), id)
         .await?
         .ok_or_else(template_not_found)?;
+    let steps = state.store.template_workflow_steps(auth.id(), id).await?;
     Ok(Json(TemplateUsage {
         campaigns: Vec::new(),
-        workflow_steps: Vec::new(),
+        workflow_steps: steps
+            .into_iter()
+            .map(|(workflow_id, name, step_id)| TemplateUsageRef {
+                id: step_id.to_string(),
+                name,
+                workflow_id: Some(workflow_id.to_string()),
+            })
+            .collect(),
     }))
 }

@@ -146,6 +146,16 @@ impl Operator {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|o| o.as_str() == s)
     }
+
+    /// Whether the operator compares with a `value` (presence, event and membership tests do
+    /// not; the span operators take theirs with a `unit`).
+    pub fn needs_value(self) -> bool {
+        use Operator::*;
+        !matches!(
+            self,
+            Exists | NotExists | Triggered | NotTriggered | MemberOfSegment | NotMemberOfSegment
+        )
+    }
 }
 
 /// A leaf's operand, already coerced.

@@ -318,9 +318,7 @@ fn operand(
     use Operator::*;
     let vpath = join(path, "value");
     match op {
-        Exists | NotExists | Triggered | NotTriggered | MemberOfSegment | NotMemberOfSegment => {
-            Ok(Operand::None)
-        }
+        _ if !op.needs_value() => Ok(Operand::None),
         Within | OlderThan | TriggeredWithin | TriggeredOlderThan | NotTriggeredWithin => {
             span(value, unit, path).map(Operand::Span)
         }

@@ -76,7 +76,9 @@ pub(crate) async fn run(engine: &Engine, held: &Held) -> StoreResult<()> {
                     JobOperation::Unsubscribe => {
                         set_subscribed(&mut tx, work.project_id, id, false, now).await?
                     }
-                    _ => delete(&mut tx, work.project_id, id).await?.then_some(true),
+                    _ => delete(&mut tx, work.project_id, id, engine.now())
+                        .await?
+                        .then_some(true),
                 },
             };
             match changed {

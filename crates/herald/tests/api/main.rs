@@ -53,3 +53,4 @@ mod track_crash;
 mod tracking;
 mod uploads;
 mod verify;
+mod workflows;

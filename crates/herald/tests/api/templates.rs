@@ -15,7 +15,7 @@ both_engines!(
     list_validates_its_query,
     list_filters_by_type_and_searches_name_and_subject,
     duplicate_copies_under_a_new_id,
-    usage_is_empty_until_campaigns_and_workflows_exist,
+    usage_is_empty_while_no_workflow_step_sends_it,
     projects_never_see_each_others_templates,
 );
 
@@ -394,7 +394,7 @@ async fn duplicate_copies_under_a_new_id(engine: Engine) {
     expect_error(res, 404, "TEMPLATE_NOT_FOUND").await;
 }
 
-async fn usage_is_empty_until_campaigns_and_workflows_exist(engine: Engine) {
+async fn usage_is_empty_while_no_workflow_step_sends_it(engine: Engine) {
     let app = engine.app().await;
     let p = app.project().await;
     let t = create(&app, &p.secret_key, &template("Used")).await;

@@ -81,9 +81,13 @@ fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D
 }
 
 #[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct TemplateUsageRef {
     pub id: String,
     pub name: String,
+    /// For a workflow step: its workflow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -1,0 +1,573 @@
+//! The Workflows resource (SPEC.md "Workflows", DECISIONS.md "Workflows"): the record (created
+//! with `triggerType: EVENT`, `enabled: false` and its TRIGGER step), steps with configs
+//! checked per type (`herald_core::workflow::check_config`), transitions under the graph rules
+//! (`herald_core::workflow::Graph`, checked inside the writing transaction), step deletion
+//! with `splice=true`, `GET /workflows/fields`, and executions as records: list, get with
+//! step history, cancel one, cancel all; a workflow with active executions is not deleted.
+//!
+//! Running executions (the executor, manual start) is issue 11 part 2: until it exists,
+//! `POST /workflows/:id/executions` answers 501 and enabling a workflow starts nothing
+//! (docs/workflows.md).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use herald_core::ids::{Uuid, parse_id};
+use herald_core::workflow::{Branch, ExecutionStatus, StepType, check_config};
+use herald_store::StoreError;
+use herald_store::workflows::executions::WorkflowDelete;
+use herald_store::workflows::{
+    NewStep, NewWorkflow, StepChange, StepDelete, TransitionAdd, Workflow, WorkflowChange,
+};
+use serde_json::Value;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::ProjectAuth;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, RawQuery, path_id};
+use crate::state::AppState;
+
+mod rules;
+mod wire;
+
+pub use wire::{
+    CancelledCount, ConditionField, ExecutionList, ExecutionResponse, ExecutionStepResponse,
+    StepRequest, StepResponse, TransitionRequest, TransitionResponse, WorkflowFields, WorkflowList,
+    WorkflowRequest, WorkflowResponse,
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_workflows, create_workflow))
+        .routes(routes!(workflow_fields))
+        .routes(routes!(get_workflow, patch_workflow, delete_workflow))
+        .routes(routes!(add_step))
+        .routes(routes!(patch_step, delete_step))
+        .routes(routes!(add_transition))
+        .routes(routes!(delete_transition))
+        .routes(routes!(list_executions, start_execution))
+        .routes(routes!(get_execution, cancel_execution))
+        .routes(routes!(cancel_all_executions))
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found("WORKFLOW_NOT_FOUND", "Workflow")
+}
+
+async fn load(state: &AppState, auth: &ProjectAuth, raw: &str) -> ApiResult<Workflow> {
+    let id = path_id(raw, "WORKFLOW_NOT_FOUND", "Workflow")?;
+    state
+        .store
+        .workflow(auth.id(), id)
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// All workflows of the project, newest first, with their steps and transitions.
+#[utoipa::path(get, path = "/workflows", tag = "workflows",
+    responses((status = 200, body = WorkflowList)))]
+async fn list_workflows(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+) -> ApiResult<Json<WorkflowList>> {
+    let mut workflows = Vec::new();
+    for id in state.store.workflow_ids(auth.id()).await? {
+        if let Some(w) = state.store.workflow(auth.id(), id).await? {
+            workflows.push(WorkflowResponse::from(w));
+        }
+    }
+    Ok(Json(WorkflowList {
+        total: workflows.len(),
+        workflows,
+    }))
+}
+
+/// Creates a disabled EVENT workflow with its TRIGGER step.
+#[utoipa::path(post, path = "/workflows", tag = "workflows", request_body = WorkflowRequest,
+    responses((status = 201, body = WorkflowResponse), (status = 422)))]
+async fn create_workflow(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    ApiJson(body): ApiJson<WorkflowRequest>,
+) -> ApiResult<(StatusCode, Json<WorkflowResponse>)> {
+    let c = rules::check_workflow(body, true)?;
+    let (Some(name), Some(trigger)) = (&c.name, &c.trigger_config) else {
+        return Err(ApiError::internal(
+            "a checked create lacks a required field",
+        ));
+    };
+    let w = state
+        .store
+        .create_workflow(
+            auth.id(),
+            &NewWorkflow {
+                name,
+                description: c.description.as_ref().and_then(|d| d.as_deref()),
+                trigger_config: trigger,
+                allow_reentry: c.allow_reentry.unwrap_or(false),
+            },
+            state.engine.now(),
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(w.into())))
+}
+
+/// The fields a CONDITION step can test.
+#[utoipa::path(get, path = "/workflows/fields", tag = "workflows",
+    responses((status = 200, body = WorkflowFields)))]
+async fn workflow_fields(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+) -> ApiResult<Json<WorkflowFields>> {
+    let field = |f: String, t: &str| ConditionField {
+        field: f,
+        field_type: t.to_owned(),
+    };
+    let mut contact = vec![
+        field("contact.email".into(), "string"),
+        field("contact.subscribed".into(), "boolean"),
+    ];
+    for f in state.store.custom_fields(auth.id()).await? {
+        contact.push(field(format!("data.{}", f.key), f.field_type.as_str()));
+    }
+    Ok(Json(WorkflowFields {
+        contact,
+        event: vec![field("event.<key>".into(), "any")],
+    }))
+}
+
+/// One workflow with its steps and transitions.
+#[utoipa::path(get, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path)),
+    responses((status = 200, body = WorkflowResponse), (status = 404)))]
+async fn get_workflow(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<WorkflowResponse>> {
+    Ok(Json(load(&state, &auth, &id).await?.into()))
+}
+
+/// Changes the metadata, trigger, `enabled` or `allowReentry`.
+#[utoipa::path(patch, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path)),
+    request_body = WorkflowRequest,
+    responses((status = 200, body = WorkflowResponse), (status = 404), (status = 422)))]
+async fn patch_workflow(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<WorkflowRequest>,
+) -> ApiResult<Json<WorkflowResponse>> {
+    let w = load(&state, &auth, &id).await?;
+    let c = rules::check_workflow(body, false)?;
+    let change = WorkflowChange {
+        name: c.name.as_deref(),
+        description: c.description.as_ref().map(|d| d.as_deref()),
+        trigger_config: c.trigger_config.as_ref(),
+        enabled: c.enabled,
+        allow_reentry: c.allow_reentry,
+    };
+    match state
+        .store
+        .update_workflow(auth.id(), w.id, &change, state.engine.now())
+        .await
+    {
+        Ok(w) => Ok(Json(w.into())),
+        Err(StoreError::NotFound) => Err(not_found()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes a workflow; 409 while executions are RUNNING or WAITING.
+#[utoipa::path(delete, path = "/workflows/{id}", tag = "workflows", params(("id" = String, Path)),
+    responses((status = 204), (status = 404), (status = 409)))]
+async fn delete_workflow(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let w = load(&state, &auth, &id).await?;
+    match state.store.delete_workflow(auth.id(), w.id).await? {
+        WorkflowDelete::Deleted => Ok(StatusCode::NO_CONTENT),
+        WorkflowDelete::NotFound => Err(not_found()),
+        WorkflowDelete::ActiveExecutions(n) => Err(ApiError::conflict(format!(
+            "the workflow has {n} running or waiting executions; cancel them first \
+             (POST /workflows/{}/executions/cancel-all)",
+            w.id
+        ))),
+    }
+}
+
+/// A checked step config and the template a SEND_EMAIL step names (which must exist).
+async fn step_config(
+    state: &AppState,
+    auth: &ProjectAuth,
+    step_type: StepType,
+    raw: &Value,
+) -> ApiResult<(Value, Option<Uuid>)> {
+    let config = check_config(step_type, raw).map_err(rules::config_errors)?;
+    let template = match step_type {
+        StepType::SendEmail => config["templateId"].as_str().and_then(parse_id),
+        _ => None,
+    };
+    if let Some(t) = template
+        && state.store.template(auth.id(), t).await?.is_none()
+    {
+        return Err(ApiError::field(
+            "config.templateId",
+            format!("template {t} does not exist"),
+            "template_not_found",
+        ));
+    }
+    Ok((config, template))
+}
+
+/// Adds a step of a listed type (not TRIGGER) with its config.
+#[utoipa::path(post, path = "/workflows/{id}/steps", tag = "workflows", params(("id" = String, Path)),
+    request_body = StepRequest,
+    responses((status = 201, body = StepResponse), (status = 404), (status = 422)))]
+async fn add_step(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<StepRequest>,
+) -> ApiResult<(StatusCode, Json<StepResponse>)> {
+    let w = load(&state, &auth, &id).await?;
+    let (step_type, name, position) = rules::check_new_step(&body)?;
+    let raw = body.config.unwrap_or(Value::Null);
+    let (config, template_id) = step_config(&state, &auth, step_type, &raw).await?;
+    let step = NewStep {
+        step_type,
+        name: name.as_deref(),
+        config: &config,
+        position: position.as_ref(),
+        template_id,
+    };
+    let step_id = state
+        .store
+        .add_step(auth.id(), w.id, &step, state.engine.now())
+        .await?
+        .ok_or_else(not_found)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(StepResponse {
+            id: step_id.to_string(),
+            step_type: step_type.as_str().to_owned(),
+            name,
+            config,
+            position,
+        }),
+    ))
+}
+
+fn step_not_found() -> ApiError {
+    ApiError::not_found("NOT_FOUND", "Step")
+}
+
+/// Changes a step's name, config (checked for its type) or position.
+#[utoipa::path(patch, path = "/workflows/{id}/steps/{stepId}", tag = "workflows",
+    params(("id" = String, Path), ("stepId" = String, Path)), request_body = StepRequest,
+    responses((status = 200, body = StepResponse), (status = 404), (status = 422)))]
+async fn patch_step(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path((id, step)): Path<(String, String)>,
+    ApiJson(body): ApiJson<StepRequest>,
+) -> ApiResult<Json<StepResponse>> {
+    let w = load(&state, &auth, &id).await?;
+    let step_id = path_id(&step, "NOT_FOUND", "Step")?;
+    let step_type = state
+        .store
+        .step_type(auth.id(), w.id, step_id)
+        .await?
+        .ok_or_else(step_not_found)?;
+    if body
+        .step_type
+        .as_deref()
+        .is_some_and(|t| StepType::parse(t) != Some(step_type))
+    {
+        return Err(ApiError::field(
+            "type",
+            "a step's type cannot change",
+            "immutable",
+        ));
+    }
+    let name = rules::step_name(body.name.as_deref())?;
+    let config = match &body.config {
+        Some(raw) if step_type != StepType::Trigger => {
+            Some(step_config(&state, &auth, step_type, raw).await?)
+        }
+        Some(_) => {
+            return Err(ApiError::field(
+                "config",
+                "the TRIGGER step follows the workflow's triggerConfig (PATCH /workflows/{id})",
+                "immutable",
+            ));
+        }
+        None => None,
+    };
+    let position = rules::position(body.position.as_ref())?;
+    let change = StepChange {
+        name: body.name.as_ref().map(|_| name.as_deref()),
+        config: config.as_ref().map(|(c, _)| c),
+        position: position.as_ref(),
+        template_id: config.as_ref().map(|(_, t)| *t),
+    };
+    if !state
+        .store
+        .update_step(auth.id(), w.id, step_id, &change, state.engine.now())
+        .await?
+    {
+        return Err(step_not_found());
+    }
+    let updated = load(&state, &auth, &id).await?;
+    let s = updated
+        .steps
+        .into_iter()
+        .find(|s| s.id == step_id)
+        .ok_or_else(step_not_found)?;
+    Ok(Json(s.into()))
+}
+
+/// Deletes a step and its transitions; `splice=true` reconnects the steps before it to the
+/// one after it.
+#[utoipa::path(delete, path = "/workflows/{id}/steps/{stepId}", tag = "workflows",
+    params(("id" = String, Path), ("stepId" = String, Path), ("splice" = Option<bool>, Query)),
+    responses((status = 204), (status = 404), (status = 409), (status = 422)))]
+async fn delete_step(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path((id, step)): Path<(String, String)>,
+    q: RawQuery,
+) -> ApiResult<StatusCode> {
+    let w = load(&state, &auth, &id).await?;
+    let step_id = path_id(&step, "NOT_FOUND", "Step")?;
+    let splice = match q.get("splice").unwrap_or("false") {
+        "true" | "1" => true,
+        "false" | "0" | "" => false,
+        _ => {
+            return Err(ApiError::field(
+                "splice",
+                "splice is true or false",
+                "invalid_value",
+            ));
+        }
+    };
+    match state
+        .store
+        .delete_step(auth.id(), w.id, step_id, splice, state.engine.now())
+        .await?
+    {
+        StepDelete::Deleted => Ok(StatusCode::NO_CONTENT),
+        StepDelete::NotFound => Err(step_not_found()),
+        StepDelete::IsTrigger => Err(ApiError::conflict("the TRIGGER step cannot be deleted")),
+        StepDelete::CannotSplice => Err(ApiError::conflict(
+            "the step has more than one outgoing transition: delete it without splice",
+        )),
+    }
+}
+
+/// Adds a transition between two steps of the workflow, under the graph rules.
+#[utoipa::path(post, path = "/workflows/{id}/transitions", tag = "workflows",
+    params(("id" = String, Path)), request_body = TransitionRequest,
+    responses((status = 201, body = TransitionResponse), (status = 404), (status = 422)))]
+async fn add_transition(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TransitionRequest>,
+) -> ApiResult<(StatusCode, Json<TransitionResponse>)> {
+    let w = load(&state, &auth, &id).await?;
+    let mut errors = Vec::new();
+    let mut step = |field: &str, raw: Option<&str>| match raw.and_then(parse_id) {
+        Some(id) => Some(id),
+        None => {
+            errors.push(FieldError::new(
+                field,
+                format!("{field} must be a step id"),
+                "invalid_id",
+            ));
+            None
+        }
+    };
+    let from = step("fromStepId", body.from_step_id.as_deref());
+    let to = step("toStepId", body.to_step_id.as_deref());
+    let branch = match body.branch.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(b) => {
+            let parsed = Branch::parse(b);
+            if parsed.is_none() {
+                errors.push(FieldError::new(
+                    "branch",
+                    "branch is yes, no or timeout",
+                    "invalid_value",
+                ));
+            }
+            parsed
+        }
+    };
+    let (Some(from), Some(to)) = (from, to) else {
+        return Err(ApiError::validation(errors));
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    match state
+        .store
+        .add_transition(auth.id(), w.id, (from, to, branch), state.engine.now())
+        .await?
+    {
+        TransitionAdd::Added(tid) => Ok((
+            StatusCode::CREATED,
+            Json(TransitionResponse {
+                id: tid.to_string(),
+                from_step_id: from.to_string(),
+                to_step_id: to.to_string(),
+                branch: branch.map(|b| b.as_str().to_owned()),
+            }),
+        )),
+        TransitionAdd::NoWorkflow => Err(not_found()),
+        TransitionAdd::Refused(e) => Err(ApiError::field(e.field, e.message, "invalid_transition")),
+    }
+}
+
+/// Deletes a transition.
+#[utoipa::path(delete, path = "/workflows/{id}/transitions/{transitionId}", tag = "workflows",
+    params(("id" = String, Path), ("transitionId" = String, Path)),
+    responses((status = 204), (status = 404)))]
+async fn delete_transition(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path((id, transition)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let w = load(&state, &auth, &id).await?;
+    let tid = path_id(&transition, "NOT_FOUND", "Transition")?;
+    if state.store.delete_transition(auth.id(), w.id, tid).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("NOT_FOUND", "Transition"))
+    }
+}
+
+/// The workflow's executions, newest first (at most `limit`, default 50), optionally of one
+/// status.
+#[utoipa::path(get, path = "/workflows/{id}/executions", tag = "workflows",
+    params(("id" = String, Path), ("status" = Option<String>, Query),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100)),
+    responses((status = 200, body = ExecutionList), (status = 404), (status = 422)))]
+async fn list_executions(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+    q: RawQuery,
+) -> ApiResult<Json<ExecutionList>> {
+    let w = load(&state, &auth, &id).await?;
+    let status = match q.get("status").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(ExecutionStatus::parse(s).ok_or_else(|| {
+            ApiError::field(
+                "status",
+                format!("status must be {}", ExecutionStatus::EXPECTED),
+                "invalid_value",
+            )
+        })?),
+    };
+    let limit = q.int("limit", 50, 1, 100)?;
+    let executions = state
+        .store
+        .list_executions(auth.id(), w.id, status, limit)
+        .await?;
+    Ok(Json(ExecutionList {
+        executions: executions.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Starting an execution by hand needs the executor (issue 11 part 2): 501 until then.
+#[utoipa::path(post, path = "/workflows/{id}/executions", tag = "workflows",
+    params(("id" = String, Path)),
+    responses((status = 501), (status = 404)))]
+async fn start_execution(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    load(&state, &auth, &id).await?;
+    Err(
+        ApiError::not_implemented("Running workflow executions").with_suggestion(
+            "Workflows can be built and inspected; the executor arrives in a later version",
+        ),
+    )
+}
+
+async fn load_execution(
+    state: &AppState,
+    auth: &ProjectAuth,
+    id: &str,
+    execution: &str,
+) -> ApiResult<(Workflow, herald_store::workflows::executions::Execution)> {
+    let w = load(state, auth, id).await?;
+    let eid = path_id(execution, "NOT_FOUND", "Execution")?;
+    let e = state
+        .store
+        .execution(auth.id(), w.id, eid)
+        .await?
+        .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Execution"))?;
+    Ok((w, e))
+}
+
+/// One execution with its step history.
+#[utoipa::path(get, path = "/workflows/{id}/executions/{executionId}", tag = "workflows",
+    params(("id" = String, Path), ("executionId" = String, Path)),
+    responses((status = 200, body = ExecutionResponse), (status = 404)))]
+async fn get_execution(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path((id, execution)): Path<(String, String)>,
+) -> ApiResult<Json<ExecutionResponse>> {
+    let (_, e) = load_execution(&state, &auth, &id, &execution).await?;
+    let steps = state.store.execution_steps(e.id).await?;
+    let mut out = ExecutionResponse::from(e);
+    out.steps = Some(steps.into_iter().map(Into::into).collect());
+    Ok(Json(out))
+}
+
+/// Cancels a RUNNING or WAITING execution (409 for one that already ended).
+#[utoipa::path(delete, path = "/workflows/{id}/executions/{executionId}", tag = "workflows",
+    params(("id" = String, Path), ("executionId" = String, Path)),
+    responses((status = 200, body = ExecutionResponse), (status = 404), (status = 409)))]
+async fn cancel_execution(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path((id, execution)): Path<(String, String)>,
+) -> ApiResult<Json<ExecutionResponse>> {
+    let (w, e) = load_execution(&state, &auth, &id, &execution).await?;
+    let n = state
+        .store
+        .cancel_executions(auth.id(), w.id, Some(e.id), state.engine.now())
+        .await?;
+    if n == 0 {
+        return Err(ApiError::conflict(format!(
+            "the execution is {}: only a running or waiting one can be cancelled",
+            e.status.as_str()
+        )));
+    }
+    let (_, e) = load_execution(&state, &auth, &id, &execution).await?;
+    Ok(Json(e.into()))
+}
+
+/// Cancels every RUNNING and WAITING execution of the workflow.
+#[utoipa::path(post, path = "/workflows/{id}/executions/cancel-all", tag = "workflows",
+    params(("id" = String, Path)),
+    responses((status = 200, body = CancelledCount), (status = 404)))]
+async fn cancel_all_executions(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<CancelledCount>> {
+    let w = load(&state, &auth, &id).await?;
+    let cancelled = state
+        .store
+        .cancel_executions(auth.id(), w.id, None, state.engine.now())
+        .await?;
+    Ok(Json(CancelledCount { cancelled }))
+}
