@@ -56,6 +56,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::campaigns::router())
         .merge(routes::billing::router())
         .merge(routes::workflows::router())
+        .merge(routes::password::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
         .merge(routes::verify::router())

@@ -336,20 +336,13 @@ fn invalid(why: &str) -> StoreError {
 async fn settle_error(engine: &Engine, job: &Job, campaign: Option<(Uuid, Uuid)>, error: &str) {
     let now = engine.now();
     let result: StoreResult<()> = async {
-        let mut tx = engine.store.begin().await?;
-        if job.attempts >= job.max_attempts || campaign.is_none() {
-            if jobs::fail(&mut tx, job.id, job.lease_token, error, now).await? {
-                if let Some((project_id, id)) = campaign {
-                    let reason = format!("the fan-out failed: {error}");
-                    store_campaigns::give_up(&mut tx, project_id, id, &reason, now).await?;
-                }
-                tx.commit().await?;
+        let dead = crate::job_lease::settle_failure(engine, job, error, campaign.is_none());
+        if let Some(mut tx) = dead.await? {
+            if let Some((project_id, id)) = campaign {
+                let reason = format!("the fan-out failed: {error}");
+                store_campaigns::give_up(&mut tx, project_id, id, &reason, now).await?;
             }
-        } else {
-            let backoff = 1000 * i64::from(job.attempts.clamp(1, 30));
-            if jobs::retry(&mut tx, job.id, job.lease_token, now + backoff, error, now).await? {
-                tx.commit().await?;
-            }
+            tx.commit().await?;
         }
         Ok(())
     }

@@ -7,7 +7,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use herald_core::ids::Uuid;
-use herald_store::jobs::Job;
+use herald_store::jobs::{self, Job};
+use herald_store::{StoreResult, Tx};
 use tokio::sync::watch;
 
 use crate::Engine;
@@ -49,4 +50,29 @@ async fn heartbeat(engine: Engine, id: Uuid, token: Uuid, mut stop: watch::Recei
             Err(e) => tracing::warn!(error = %e, job = %id, "extending a job lease failed"),
         }
     }
+}
+
+/// Settles a failed attempt of a long job: while attempts remain (and `no_retry` is false) it
+/// is retried after a backoff of one second per attempt; otherwise it is dead-lettered, and
+/// the transaction that did so is returned for the caller's own writes (marking its record
+/// failed) and commit. `None`: retried, or the lease was lost (nothing to do).
+pub(crate) async fn settle_failure(
+    engine: &Engine,
+    job: &Job,
+    error: &str,
+    no_retry: bool,
+) -> StoreResult<Option<Tx>> {
+    let now = engine.now();
+    let mut tx = engine.store.begin().await?;
+    if job.attempts >= job.max_attempts || no_retry {
+        if jobs::fail(&mut tx, job.id, job.lease_token, error, now).await? {
+            return Ok(Some(tx));
+        }
+        return Ok(None);
+    }
+    let backoff = 1000 * i64::from(job.attempts.clamp(1, 30));
+    if jobs::retry(&mut tx, job.id, job.lease_token, now + backoff, error, now).await? {
+        tx.commit().await?;
+    }
+    Ok(None)
 }

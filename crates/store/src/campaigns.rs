@@ -135,6 +135,25 @@ pub(crate) const COLUMNS: &str = "id, project_id, name, description, subject, bo
      started_at, finished_at, cancelled_at, fanout_job_id, fanout_after, fanout_done, \
      fanout_error, total_recipients, skipped_recipients, created_at, updated_at";
 
+/// Binds the eleven columns of [`CampaignContent`] (name ... audience_filter, with
+/// `from_domain`), in the order create and replace list them.
+macro_rules! bind_content {
+    ($q:expr, $c:expr) => {
+        $q.bind(&$c.name)
+            .bind(&$c.description)
+            .bind(&$c.subject)
+            .bind(&$c.body)
+            .bind(&$c.from_email)
+            .bind(&$c.from_name)
+            .bind(&$c.reply_to)
+            .bind(domain_of(&$c.from_email))
+            .bind($c.audience_type.as_str())
+            .bind($c.segment_id)
+            .bind($c.audience_filter.as_ref().map(Json))
+    };
+}
+pub(crate) use bind_content;
+
 /// The lower-cased domain of a sender address (what domain removal checks).
 fn domain_of(email: &str) -> String {
     email
@@ -162,28 +181,15 @@ impl Store {
     ) -> StoreResult<Campaign> {
         let id = new_id();
         db_write!(self, |pool| {
-            sqlx::query(
+            let q = sqlx::query(
                 "INSERT INTO campaigns (id, project_id, name, description, subject, body, \
                  from_email, from_name, reply_to, from_domain, audience_type, segment_id, \
                  audience_filter, status, created_at, updated_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'DRAFT', $14, $14)",
             )
             .bind(id)
-            .bind(project_id)
-            .bind(&content.name)
-            .bind(&content.description)
-            .bind(&content.subject)
-            .bind(&content.body)
-            .bind(&content.from_email)
-            .bind(&content.from_name)
-            .bind(&content.reply_to)
-            .bind(domain_of(&content.from_email))
-            .bind(content.audience_type.as_str())
-            .bind(content.segment_id)
-            .bind(content.audience_filter.as_ref().map(Json))
-            .bind(now)
-            .execute(pool)
-            .await?;
+            .bind(project_id);
+            bind_content!(q, content).bind(now).execute(pool).await?;
         });
         self.campaign(project_id, id)
             .await?

@@ -76,3 +76,31 @@ impl Store {
         Ok(n)
     }
 }
+
+impl Store {
+    /// Sets a user's password and ends every session but `keep` (the one that changed it), in
+    /// one transaction.
+    pub async fn change_password(
+        &self,
+        user: Uuid,
+        password_hash: &str,
+        keep: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        db_tx!(&mut tx, |conn| {
+            sqlx::query("UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1")
+                .bind(user)
+                .bind(password_hash)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND id <> $2")
+                .bind(user)
+                .bind(keep)
+                .execute(&mut *conn)
+                .await?;
+        });
+        tx.commit().await
+    }
+}

@@ -59,7 +59,7 @@ pub struct Done {
     pub success: bool,
 }
 
-const DONE: Done = Done { success: true };
+pub(crate) const DONE: Done = Done { success: true };
 
 pub(crate) fn invalid_token() -> ApiError {
     ApiError::new(

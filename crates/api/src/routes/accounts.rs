@@ -416,6 +416,7 @@ async fn update_project(
 ) -> ApiResult<Json<ProjectResponse>> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
     require_manager(role)?;
+    refuse_if_disabled(&state, id).await?;
     let mut errors = Vec::new();
     let name = project_name(body.name.as_deref(), false)?;
     let tracking = match body.tracking.as_deref().map(TrackingMode::parse) {

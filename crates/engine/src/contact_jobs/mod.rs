@@ -145,28 +145,21 @@ async fn run_one(engine: &Engine, job: Job) {
 async fn settle_error(engine: &Engine, job: &Job, contact_job: Option<Uuid>, error: &str) {
     let now = engine.now();
     let result: StoreResult<()> = async {
-        let mut tx = engine.store.begin().await?;
-        if job.attempts >= job.max_attempts || contact_job.is_none() {
-            if jobs::fail(&mut tx, job.id, job.lease_token, error, now).await? {
-                if let Some(id) = contact_job {
-                    let empty = serde_json::json!({});
-                    herald_store::contact_jobs::finish(
-                        &mut tx,
-                        id,
-                        JobState::Failed,
-                        &empty,
-                        Some(error),
-                        now,
-                    )
-                    .await?;
-                }
-                tx.commit().await?;
+        let dead = crate::job_lease::settle_failure(engine, job, error, contact_job.is_none());
+        if let Some(mut tx) = dead.await? {
+            if let Some(id) = contact_job {
+                let empty = serde_json::json!({});
+                herald_store::contact_jobs::finish(
+                    &mut tx,
+                    id,
+                    JobState::Failed,
+                    &empty,
+                    Some(error),
+                    now,
+                )
+                .await?;
             }
-        } else {
-            let backoff = 1000 * i64::from(job.attempts.clamp(1, 30));
-            if jobs::retry(&mut tx, job.id, job.lease_token, now + backoff, error, now).await? {
-                tx.commit().await?;
-            }
+            tx.commit().await?;
         }
         Ok(())
     }

@@ -131,6 +131,28 @@ async fn a_critical_bounce_rate_disables_the_project_until_an_owner_enables_it(e
         .call_with(&p.owner, Method::POST, &keys, None, Some(&json!({})))
         .await;
     expect_error(res, 403, "PROJECT_DISABLED").await;
+    let settings = format!("/users/@me/projects/{}", p.id);
+    let res = app
+        .call_with(
+            &p.owner,
+            Method::PATCH,
+            &settings,
+            None,
+            Some(&json!({"name": "x"})),
+        )
+        .await;
+    expect_error(res, 403, "PROJECT_DISABLED").await;
+    let limits = format!("/users/@me/projects/{}/billing-limits", p.id);
+    let res = app
+        .call_with(
+            &p.owner,
+            Method::PUT,
+            &limits,
+            None,
+            Some(&json!({"inbound": 1})),
+        )
+        .await;
+    expect_error(res, 403, "PROJECT_DISABLED").await;
     // Reads still work.
     expect_json(app.get("/contacts", sk).await, 200).await;
     // An admin cannot re-enable; the owner can.

@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::both_engines;
-use crate::campaigns::{body, create, seed, wait_campaign};
+use crate::campaigns::{body, create, seed, send_now, wait_campaign};
 use crate::helpers::{Engine, TestApp, TestProject, error_fields, expect_error, expect_json};
 use crate::mail_setup::{DOMAIN, mail_world};
 
@@ -237,12 +237,7 @@ async fn a_campaign_over_the_cap_is_refused(engine: Engine) {
     .await;
     let first = create(app, sk, &body("First")).await;
     let id = first["id"].as_str().unwrap();
-    expect_json(
-        app.post(&format!("/campaigns/{id}/send"), sk, &json!({}))
-            .await,
-        200,
-    )
-    .await;
+    send_now(app, sk, &id).await;
     wait_campaign(app, sk, id, Duration::from_secs(60), |c| {
         c["status"] == "SENT"
     })

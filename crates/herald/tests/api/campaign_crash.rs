@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::both_engines;
-use crate::campaigns::{body, create, get, seed, wait_campaign};
+use crate::campaigns::{body, create, get, seed, send_now, wait_campaign};
 use crate::crash::{kill, spawn_worker_with};
 use crate::helpers::{Engine, TestApp, expect_json};
 use crate::mail_setup::{MailWorld, mail_world};
@@ -50,13 +50,8 @@ async fn campaign_messages(app: &TestApp, key: &str, id: &str) -> Vec<(String, S
 /// After a kill: waits until the relay is quiet, then returns the recipients in flight (at the
 /// relay, not recorded SENT).
 async fn in_flight_after_kill(w: &MailWorld, id: &str) -> HashSet<String> {
-    let mut last = (w.sink.attempts(), Instant::now());
-    while last.1.elapsed() < Duration::from_millis(300) || w.sink.unreplied() > 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        if w.sink.attempts() != last.0 {
-            last = (w.sink.attempts(), Instant::now());
-        }
-    }
+    // Bytes the dead process had written are still reaching the relay.
+    crate::mail_setup::wait_relay_quiet(&w.sink).await;
     let at_relay: HashSet<String> = w
         .sink
         .messages()
@@ -87,12 +82,7 @@ async fn killed_during_fan_out_and_sending_queues_each_recipient_once(engine: En
     .await;
     let c = create(app, sk, &body("Crash me")).await;
     let id = c["id"].as_str().unwrap().to_owned();
-    expect_json(
-        app.post(&format!("/campaigns/{id}/send"), sk, &json!({}))
-            .await,
-        200,
-    )
-    .await;
+    send_now(app, sk, &id).await;
     // Small pages (many checkpoints) and a slow relay, so both kills land mid-work.
     let settings = [("HERALD_CAMPAIGN_PAGE_SIZE", "100")];
     w.sink.set_reply_delay(Duration::from_millis(20));
@@ -204,12 +194,7 @@ async fn two_nodes_deliver_a_large_campaign_once(engine: Engine) {
         spawn_worker_with(&app.config, LEASE, &settings),
     ];
     let started = Instant::now();
-    expect_json(
-        app.post(&format!("/campaigns/{id}/send"), sk, &json!({}))
-            .await,
-        200,
-    )
-    .await;
+    send_now(app, sk, &id).await;
     let done = wait_campaign(app, sk, &id, Duration::from_secs(300), |c| {
         c["status"] == "SENT"
     })

@@ -52,6 +52,16 @@ pub async fn get(app: &TestApp, key: &str, id: &str) -> Value {
     expect_json(app.get(&format!("/campaigns/{id}"), key).await, 200).await
 }
 
+/// `POST /campaigns/{id}/send` without a body: sends now.
+pub async fn send_now(app: &TestApp, key: &str, id: &str) -> Value {
+    expect_json(
+        app.post(&format!("/campaigns/{id}/send"), key, &json!({}))
+            .await,
+        200,
+    )
+    .await
+}
+
 /// Polls the campaign until `done` holds (or panics after `timeout`).
 pub async fn wait_campaign(
     app: &TestApp,
@@ -470,12 +480,7 @@ async fn segment_and_filtered_audiences(engine: Engine) {
     )
     .await;
     // Sending again sends now.
-    expect_json(
-        app.post(&format!("/campaigns/{id}/send"), sk, &json!({}))
-            .await,
-        200,
-    )
-    .await;
+    send_now(app, sk, &id).await;
     wait_campaign(app, sk, &id, Duration::from_secs(60), |c| {
         c["status"] == "SENT"
     })
@@ -491,12 +496,7 @@ async fn segment_and_filtered_audiences(engine: Engine) {
     let usage = expect_json(app.get("/contacts/fields/plan/usage", sk).await, 200).await;
     assert_eq!(usage["campaigns"][0]["id"], id2.as_str(), "{usage}");
     assert_eq!(usage["segments"][0]["id"], seg_id, "{usage}");
-    expect_json(
-        app.post(&format!("/campaigns/{id2}/send"), sk, &json!({}))
-            .await,
-        200,
-    )
-    .await;
+    send_now(app, sk, &id2).await;
     wait_campaign(app, sk, &id2, Duration::from_secs(60), |c| {
         c["status"] == "SENT"
     })
@@ -614,12 +614,7 @@ async fn cancel_while_sending_stops_the_rest(engine: Engine) {
     .await;
     let c = create(app, sk, &body("Oops")).await;
     let id = c["id"].as_str().unwrap();
-    expect_json(
-        app.post(&format!("/campaigns/{id}/send"), sk, &json!({}))
-            .await,
-        200,
-    )
-    .await;
+    send_now(app, sk, &id).await;
     wait_campaign(app, sk, id, Duration::from_secs(60), |c| {
         c["totalRecipients"] == 60
     })

@@ -106,15 +106,8 @@ async fn killed_mid_delivery_loses_nothing_and_resends_only_in_flight(engine: En
     assert!(got.len() >= 60, "the first worker delivered {}", got.len());
     kill(first);
     let killed_at = Instant::now();
-    // Bytes the dead process had written are still reaching the relay: let the relay take
-    // them before looking (no new transfer for 300 ms and no 250 pending).
-    let mut last = (w.sink.attempts(), Instant::now());
-    while last.1.elapsed() < Duration::from_millis(300) || w.sink.unreplied() > 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        if w.sink.attempts() != last.0 {
-            last = (w.sink.attempts(), Instant::now());
-        }
-    }
+    // Bytes the dead process had written are still reaching the relay.
+    crate::mail_setup::wait_relay_quiet(&w.sink).await;
 
     // At the kill: handed over (at the relay) but not recorded SENT = in flight.
     let at_relay: HashSet<String> = w

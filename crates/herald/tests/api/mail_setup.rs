@@ -213,3 +213,15 @@ pub async fn contact(w: &MailWorld, id: &str) -> Value {
     )
     .await
 }
+
+/// After a worker process was killed: waits until the bytes it had written have reached the
+/// relay (no new transfer for 300 ms and no 250 pending), so what the sink holds is final.
+pub async fn wait_relay_quiet(sink: &herald_testkit::smtp_sink::SmtpSink) {
+    let mut last = (sink.attempts(), std::time::Instant::now());
+    while last.1.elapsed() < Duration::from_millis(300) || sink.unreplied() > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if sink.attempts() != last.0 {
+            last = (sink.attempts(), std::time::Instant::now());
+        }
+    }
+}

@@ -8,6 +8,7 @@ mod acceptance;
 mod account_limits;
 mod account_members;
 mod account_pages;
+mod account_password;
 mod account_projects;
 mod account_security;
 mod account_setup;

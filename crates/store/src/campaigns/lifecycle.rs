@@ -9,7 +9,7 @@ use herald_core::time::Millis;
 use serde_json::json;
 use sqlx::types::Json;
 
-use super::{Campaign, CampaignContent, FANOUT_JOB, domain_of};
+use super::{Campaign, CampaignContent, FANOUT_JOB, bind_content, domain_of};
 use crate::engine::sql;
 use crate::{Store, StoreError, StoreResult, Tx, jobs};
 
@@ -75,28 +75,18 @@ impl Store {
             return Ok(Outcome::Refused(status));
         }
         db_tx!(&mut tx, |conn| {
-            sqlx::query(
+            let q = sqlx::query(
                 "UPDATE campaigns SET name = $3, description = $4, subject = $5, body = $6, \
                  from_email = $7, from_name = $8, reply_to = $9, from_domain = $10, \
                  audience_type = $11, segment_id = $12, audience_filter = $13, updated_at = $14 \
                  WHERE project_id = $1 AND id = $2",
             )
             .bind(project_id)
-            .bind(id)
-            .bind(&content.name)
-            .bind(&content.description)
-            .bind(&content.subject)
-            .bind(&content.body)
-            .bind(&content.from_email)
-            .bind(&content.from_name)
-            .bind(&content.reply_to)
-            .bind(domain_of(&content.from_email))
-            .bind(content.audience_type.as_str())
-            .bind(content.segment_id)
-            .bind(content.audience_filter.as_ref().map(Json))
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
+            .bind(id);
+            bind_content!(q, content)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
         });
         tx.commit().await?;
         Ok(Outcome::Done(self.reread(project_id, id).await?))

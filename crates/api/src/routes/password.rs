@@ -1,0 +1,70 @@
+//! `POST /users/@me/password {currentPassword, newPassword}`: a signed-in user changes their
+//! password. The current password is checked (on the hashing pool, like a login; a wrong one
+//! counts as a failed login for the account's slow-down), the new one follows the signup rule,
+//! and every other session of the user ends server-side (DECISIONS.md "Accounts": a password
+//! change invalidates sessions); the caller's own session stays.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::UserAuth;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::ApiJson;
+use crate::routes::account_tokens::Done;
+use crate::routes::accounts::password_error;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(change_password))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PasswordChange {
+    pub current_password: Option<String>,
+    pub new_password: Option<String>,
+}
+
+/// Changes the caller's password; other sessions end.
+#[utoipa::path(post, path = "/users/@me/password", tag = "account", request_body = PasswordChange,
+    responses((status = 200, body = Done), (status = 401), (status = 422), (status = 429)))]
+async fn change_password(
+    State(state): State<AppState>,
+    auth: UserAuth,
+    ApiJson(body): ApiJson<PasswordChange>,
+) -> ApiResult<Json<Done>> {
+    let new = body.new_password.unwrap_or_default();
+    if let Some(e) = password_error("newPassword", &new) {
+        return Err(ApiError::validation(vec![e]));
+    }
+    let user =
+        state.store.user_by_id(auth.user).await?.ok_or_else(|| {
+            ApiError::unauthorized("UNAUTHORIZED", "The account no longer exists")
+        })?;
+    crate::auth::login_throttle::check(&state, user.email.as_str()).await?;
+    let ok = state
+        .passwords
+        .verify(
+            body.current_password.unwrap_or_default(),
+            Some(user.password_hash.clone()),
+        )
+        .await?;
+    if !ok {
+        crate::auth::login_throttle::failed(&state, user.email.as_str()).await?;
+        return Err(ApiError::validation(vec![FieldError::new(
+            "currentPassword",
+            "the current password is not right",
+            "invalid_credentials",
+        )]));
+    }
+    let hash = state.passwords.hash(new).await?;
+    state
+        .store
+        .change_password(auth.user, &hash, &auth.sid, state.engine.now())
+        .await?;
+    Ok(Json(Done { success: true }))
+}
