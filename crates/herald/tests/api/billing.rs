@@ -237,7 +237,7 @@ async fn a_campaign_over_the_cap_is_refused(engine: Engine) {
     .await;
     let first = create(app, sk, &body("First")).await;
     let id = first["id"].as_str().unwrap();
-    send_now(app, sk, &id).await;
+    send_now(app, sk, id).await;
     wait_campaign(app, sk, id, Duration::from_secs(60), |c| {
         c["status"] == "SENT"
     })

@@ -614,7 +614,7 @@ async fn cancel_while_sending_stops_the_rest(engine: Engine) {
     .await;
     let c = create(app, sk, &body("Oops")).await;
     let id = c["id"].as_str().unwrap();
-    send_now(app, sk, &id).await;
+    send_now(app, sk, id).await;
     wait_campaign(app, sk, id, Duration::from_secs(60), |c| {
         c["totalRecipients"] == 60
     })
