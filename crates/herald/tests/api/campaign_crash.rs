@@ -5,7 +5,7 @@
 //! not yet recorded SENT) at a kill (DECISIONS.md "Delivery guarantees"). Two processes on one
 //! database deliver one large campaign together, each recipient exactly once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -142,33 +142,12 @@ async fn killed_during_fan_out_and_sending_queues_each_recipient_once(engine: En
     assert!(messages.iter().all(|(_, s)| s == "SENT"));
 
     // Delivered at least once; twice only if in flight at a kill.
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for m in w.sink.messages() {
-        for r in m.rcpt_to {
-            *counts.entry(r).or_insert(0) += 1;
-        }
-    }
+    let counts = crate::mail_setup::deliveries(&w.sink);
     for i in 0..CONTACTS {
         let r = format!("r{i:05}@example.org");
         assert!(counts.contains_key(&r), "{r} never delivered");
     }
-    let twice: Vec<&String> = counts
-        .iter()
-        .filter(|(_, n)| **n > 1)
-        .map(|(r, _)| r)
-        .collect();
-    println!(
-        "handed over twice: {} (bound: {} in flight)",
-        twice.len(),
-        in_flight.len()
-    );
-    for r in twice {
-        assert_eq!(counts[r], 2, "{r} handed over more than twice");
-        assert!(
-            in_flight.contains(r),
-            "{r} repeated but not in flight at a kill"
-        );
-    }
+    crate::mail_setup::assert_repeats_only_in_flight(&counts, &in_flight);
 }
 
 /// Two `herald serve` processes on one database deliver one 10,000-recipient campaign
@@ -207,12 +186,7 @@ async fn two_nodes_deliver_a_large_campaign_once(engine: Engine) {
         kill(node);
     }
     assert_eq!(done["totalRecipients"], N as u64);
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for m in w.sink.messages() {
-        for r in m.rcpt_to {
-            *counts.entry(r).or_insert(0) += 1;
-        }
-    }
+    let counts = crate::mail_setup::deliveries(&w.sink);
     assert_eq!(counts.len(), N, "every recipient got the campaign");
     let repeated: Vec<_> = counts.iter().filter(|(_, n)| **n != 1).collect();
     assert!(

@@ -4,7 +4,6 @@
 //! the test clock, cancel while sending, test sends, stats, `/activity/upcoming`, the segment
 //! delete 409, and isolation between projects.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use herald_core::clock::Clock;
@@ -18,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::both_engines;
 use crate::helpers::{Engine, TestApp, error_fields, expect_error, expect_json};
-use crate::mail_setup::{DOMAIN, mail_world};
+use crate::mail_setup::{DOMAIN, deliveries, mail_world};
 
 both_engines!(
     create_get_list_replace_duplicate_delete,
@@ -115,17 +114,6 @@ pub async fn seed(
     }
 }
 
-/// Recipients of the sink's messages, with how often each was handed over.
-fn deliveries(sink: &herald_testkit::smtp_sink::SmtpSink) -> HashMap<String, usize> {
-    let mut counts = HashMap::new();
-    for m in sink.messages() {
-        for r in m.rcpt_to {
-            *counts.entry(r).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
 async fn create_get_list_replace_duplicate_delete(engine: Engine) {
     let w = mail_world(engine, |_| {}).await;
     let (app, sk) = (&w.app, &w.project.secret_key);
@@ -202,6 +190,12 @@ async fn create_get_list_replace_duplicate_delete(engine: Engine) {
     .await;
 }
 
+/// The fields of the 422 a create with `b` answers.
+async fn refused_fields(app: &TestApp, sk: &str, b: &Value) -> Vec<String> {
+    let e = expect_error(app.post("/campaigns", sk, b).await, 422, "VALIDATION_ERROR").await;
+    error_fields(&e)
+}
+
 async fn bad_bodies_are_422_with_field_paths(engine: Engine) {
     let w = mail_world(engine, |_| {}).await;
     let (app, sk) = (&w.app, &w.project.secret_key);
@@ -219,51 +213,24 @@ async fn bad_bodies_are_422_with_field_paths(engine: Engine) {
 
     let mut b = body("x");
     b["audienceType"] = json!("SEGMENT");
-    let e = expect_error(
-        app.post("/campaigns", sk, &b).await,
-        422,
-        "VALIDATION_ERROR",
-    )
-    .await;
-    assert_eq!(error_fields(&e), ["segmentId"]);
+    assert_eq!(refused_fields(app, sk, &b).await, ["segmentId"]);
     b["segmentId"] = json!(Uuid::new_v4().to_string());
-    let e = expect_error(
-        app.post("/campaigns", sk, &b).await,
-        422,
-        "VALIDATION_ERROR",
-    )
-    .await;
-    assert_eq!(error_fields(&e), ["segmentId"]);
+    assert_eq!(refused_fields(app, sk, &b).await, ["segmentId"]);
 
     let mut b = body("x");
     b["audienceType"] = json!("FILTERED");
-    let e = expect_error(
-        app.post("/campaigns", sk, &b).await,
-        422,
-        "VALIDATION_ERROR",
-    )
-    .await;
-    assert_eq!(error_fields(&e), ["audienceFilter"]);
+    assert_eq!(refused_fields(app, sk, &b).await, ["audienceFilter"]);
     b["audienceFilter"] = json!({"operator": "AND", "conditions": [
         {"field": "data.plan", "operator": "equals", "value": "pro"},
         {"field": "data.plan", "operator": "sortOf", "value": "x"}]});
-    let e = expect_error(
-        app.post("/campaigns", sk, &b).await,
-        422,
-        "VALIDATION_ERROR",
-    )
-    .await;
-    assert_eq!(error_fields(&e), ["audienceFilter.conditions.1.operator"]);
+    assert_eq!(
+        refused_fields(app, sk, &b).await,
+        ["audienceFilter.conditions.1.operator"]
+    );
 
     let mut b = body("x");
     b["audienceType"] = json!("SOME");
-    let e = expect_error(
-        app.post("/campaigns", sk, &b).await,
-        422,
-        "VALIDATION_ERROR",
-    )
-    .await;
-    assert_eq!(error_fields(&e), ["audienceType"]);
+    assert_eq!(refused_fields(app, sk, &b).await, ["audienceType"]);
 
     // The sender must be on a verified domain of the project.
     let mut b = body("x");

@@ -225,3 +225,41 @@ pub async fn wait_relay_quiet(sink: &herald_testkit::smtp_sink::SmtpSink) {
         }
     }
 }
+
+/// How often the sink received each recipient.
+pub fn deliveries(
+    sink: &herald_testkit::smtp_sink::SmtpSink,
+) -> std::collections::HashMap<String, usize> {
+    let mut counts = std::collections::HashMap::new();
+    for m in sink.messages() {
+        for r in m.rcpt_to {
+            *counts.entry(r).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// DECISIONS.md "Delivery guarantees" after kills: a recipient handed over more than once got
+/// it exactly twice and was in flight (at the relay, not recorded SENT) at a kill.
+pub fn assert_repeats_only_in_flight(
+    counts: &std::collections::HashMap<String, usize>,
+    in_flight: &std::collections::HashSet<String>,
+) {
+    let twice: Vec<&String> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(r, _)| r)
+        .collect();
+    println!(
+        "handed over twice: {} (bound: {} in flight)",
+        twice.len(),
+        in_flight.len()
+    );
+    for r in twice {
+        assert_eq!(counts[r], 2, "{r} handed over more than twice");
+        assert!(
+            in_flight.contains(r),
+            "{r} handed over twice but was not in flight at a kill"
+        );
+    }
+}
