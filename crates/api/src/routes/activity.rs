@@ -20,6 +20,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::RawQuery;
 use crate::routes::campaigns::CampaignSummary;
 use crate::routes::contacts::{decode_cursor, encode_cursor};
+use crate::routes::workflows::ExecutionResponse;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -93,9 +94,8 @@ pub struct RecentCount {
 pub struct Upcoming {
     /// Scheduled campaigns, soonest first.
     pub campaigns: Vec<CampaignSummary>,
-    /// Workflow executions waiting for a timer or an event (filled once workflows exist).
-    #[schema(value_type = Vec<Object>)]
-    pub executions: Vec<Value>,
+    /// Workflow executions waiting for a timer or an event, oldest first.
+    pub executions: Vec<ExecutionResponse>,
 }
 
 /// The project's activity, newest first, by cursor.
@@ -190,8 +190,7 @@ async fn recent_count(
 /// Most scheduled campaigns listed.
 const UPCOMING_MAX: u32 = 100;
 
-/// Scheduled campaigns, soonest first, and waiting workflow executions (that list stays empty
-/// until workflows run executions).
+/// Scheduled campaigns, soonest first, and waiting workflow executions, oldest first.
 #[utoipa::path(get, path = "/activity/upcoming", tag = "activity", responses((status = 200, body = Upcoming)))]
 async fn upcoming(State(state): State<AppState>, auth: ProjectAuth) -> ApiResult<Json<Upcoming>> {
     let campaigns = state
@@ -200,6 +199,12 @@ async fn upcoming(State(state): State<AppState>, auth: ProjectAuth) -> ApiResult
         .await?;
     Ok(Json(Upcoming {
         campaigns: campaigns.into_iter().map(CampaignSummary::from).collect(),
-        executions: Vec::new(),
+        executions: state
+            .store
+            .waiting_executions(auth.id(), UPCOMING_MAX)
+            .await?
+            .into_iter()
+            .map(ExecutionResponse::from)
+            .collect(),
     }))
 }

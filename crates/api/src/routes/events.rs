@@ -21,7 +21,7 @@ use super::contacts::{decode_cursor, encode_cursor};
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{RawQuery, path_id};
-use crate::routes::usage::{UsageRef, filter_usage};
+use crate::routes::usage::{UsageRef, WorkflowRef, filter_usage, workflow_usage};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -239,16 +239,15 @@ pub struct EventUsage {
     /// Tracked events of this name in the project.
     pub count: i64,
     /// Workflows triggered by or waiting for this name.
-    #[schema(value_type = Vec<Object>)]
-    pub workflows: Vec<Value>,
+    pub workflows: Vec<UsageRef>,
     /// Segments whose conditions name it.
     pub segments: Vec<UsageRef>,
     /// Campaigns whose audience filter names it.
     pub campaigns: Vec<UsageRef>,
 }
 
-/// Where an event name is referenced: segments and campaigns whose filter names it (workflows
-/// arrive with their capability; until then that list is empty).
+/// Where an event name is referenced: segments and campaigns whose filter names it, and
+/// workflows it triggers or that wait for it.
 #[utoipa::path(get, path = "/events/{eventName}/usage", tag = "events",
     params(("eventName" = String, Path)),
     responses((status = 200, body = EventUsage)))]
@@ -259,10 +258,11 @@ async fn event_usage(
 ) -> ApiResult<Json<EventUsage>> {
     let count = state.store.count_tracked_events(auth.id(), &name).await?;
     let (segments, campaigns) = filter_usage(&state, auth.id(), |f| f.uses_event(&name)).await?;
+    let workflows = workflow_usage(&state, auth.id(), WorkflowRef::Event(&name)).await?;
     Ok(Json(EventUsage {
         event: name,
         count,
-        workflows: Vec::new(),
+        workflows,
         segments,
         campaigns,
     }))

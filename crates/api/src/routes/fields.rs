@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::RawQuery;
-use crate::routes::usage::{UsageRef, filter_usage};
+use crate::routes::usage::{UsageRef, WorkflowRef, filter_usage, workflow_usage};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -154,8 +154,8 @@ pub struct FieldUsage {
     pub workflows: Vec<UsageRef>,
 }
 
-/// Segments and campaigns whose filter references the field (workflows arrive with their
-/// capability; until then that list is empty).
+/// Segments and campaigns whose filter references the field, and workflows whose CONDITION or
+/// UPDATE_CONTACT steps do.
 #[utoipa::path(get, path = "/contacts/fields/{field}/usage", tag = "contacts",
     params(("field" = String, Path)), responses((status = 200, body = FieldUsage), (status = 404), (status = 422, description = "A standard field (this applies to custom fields)")))]
 async fn field_usage(
@@ -169,7 +169,7 @@ async fn field_usage(
         field: display_name(&key),
         segments,
         campaigns,
-        workflows: Vec::new(),
+        workflows: workflow_usage(&state, auth.id(), WorkflowRef::Field(&key)).await?,
     }))
 }
 

@@ -282,6 +282,18 @@ async fn transitions_follow_the_graph_rules(engine: Engine) {
     assert_eq!(error_fields(&e), ["toStepId"]);
     let full = get(&app, sk, wf).await;
     assert_eq!(full["transitions"].as_array().unwrap().len(), 5);
+    // The trigger's and the wait's events, and the condition's field, show the workflow.
+    for event in ["paid", "upgraded"] {
+        let usage = expect_json(app.get(&format!("/events/{event}/usage"), sk).await, 200).await;
+        assert_eq!(usage["workflows"][0]["id"], wf, "{usage}");
+    }
+    app.create_contact(
+        sk,
+        json!({"email": "f@example.org", "data": {"plan": "pro"}}),
+    )
+    .await;
+    let usage = expect_json(app.get("/contacts/fields/plan/usage", sk).await, 200).await;
+    assert_eq!(usage["workflows"][0]["id"], wf, "{usage}");
     let tid = yes["id"].as_str().unwrap();
     assert_eq!(
         app.delete(&format!("/workflows/{wf}/transitions/{tid}"), sk)
@@ -418,6 +430,13 @@ async fn executions_are_listed_read_and_cancelled(engine: Engine) {
             .unwrap();
         ids.push(id.to_string());
     }
+    let upcoming = expect_json(app.get("/activity/upcoming", sk).await, 200).await;
+    assert_eq!(
+        upcoming["executions"].as_array().unwrap().len(),
+        1,
+        "{upcoming}"
+    );
+    assert_eq!(upcoming["executions"][0]["id"], ids[1].as_str());
     let list = expect_json(
         app.get(&format!("/workflows/{wf}/executions"), sk).await,
         200,

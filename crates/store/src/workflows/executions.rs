@@ -136,6 +136,26 @@ impl Store {
         rows.into_iter().map(Execution::try_from).collect()
     }
 
+    /// The project's WAITING executions, oldest first (`/activity/upcoming`).
+    pub async fn waiting_executions(
+        &self,
+        project_id: Uuid,
+        limit: u32,
+    ) -> StoreResult<Vec<Execution>> {
+        let q = format!(
+            "SELECT {COLUMNS} FROM workflow_executions WHERE project_id = $1 AND status = 'WAITING' \
+             ORDER BY started_at, id LIMIT $2"
+        );
+        let rows: Vec<Row> = db_read!(self, |pool| {
+            sqlx::query_as(AssertSqlSafe(q.as_str()))
+                .bind(project_id)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?
+        });
+        rows.into_iter().map(Execution::try_from).collect()
+    }
+
     /// One execution of the workflow.
     pub async fn execution(
         &self,
