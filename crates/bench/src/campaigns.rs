@@ -17,17 +17,33 @@ use crate::send::verdict;
 const TARGET_PER_SEC: f64 = 20_000.0;
 const TARGET_RSS_MB: u64 = 120;
 
-pub async fn run(count: usize) -> anyhow::Result<()> {
+pub async fn run(count: usize, database_url: Option<&str>) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let seeded = crate::segments::seed(dir.path(), count).await?;
-    let (store, project, now) = (seeded.store, seeded.project, seeded.now);
     drop(seeded.conn);
-    let settings = EngineSettings::for_data_dir(dir.path(), "http://localhost:3000");
-    let engine = Engine::new(
-        store.clone(),
-        settings,
-        b"bench-secret-bench-secret-0123456789",
-    )?;
+    fan_out(dir.path(), &seeded.store, seeded.project, seeded.now, "SQLite").await?;
+    seeded.store.close().await;
+    match database_url {
+        Some(url) => {
+            let pg = crate::pg_seed::seed(url, count).await?;
+            fan_out(dir.path(), &pg.store, pg.project, pg.now, "PostgreSQL").await?;
+            pg.drop_schema().await?;
+        }
+        None => println!("  PostgreSQL: give --database-url postgres://... to measure it too"),
+    }
+    Ok(())
+}
+
+/// Sends one campaign to every contact of `project` and times its fan-out.
+async fn fan_out(
+    dir: &std::path::Path,
+    store: &herald_store::Store,
+    project: uuid::Uuid,
+    now: i64,
+    engine_name: &str,
+) -> anyhow::Result<()> {
+    let settings = EngineSettings::for_data_dir(dir, "http://localhost:3000");
+    let engine = Engine::new(store.clone(), settings, b"bench-secret-bench-secret-0123456789")?;
     let content = CampaignContent {
         name: "bench".into(),
         description: None,
@@ -41,9 +57,7 @@ pub async fn run(count: usize) -> anyhow::Result<()> {
         audience_filter: None,
     };
     let campaign = store.create_campaign(project, &content, now).await?;
-    store
-        .send_campaign(project, campaign.id, now, now, 8)
-        .await?;
+    store.send_campaign(project, campaign.id, now, now, 8).await?;
     let peak = Peak::start();
     let started = Instant::now();
     while engine.fan_out_due().await? {}
@@ -55,7 +69,7 @@ pub async fn run(count: usize) -> anyhow::Result<()> {
     let rate = done.total_recipients as f64 / secs;
     let top = peak.get();
     println!(
-        "campaign fan-out: {} recipients queued in {secs:.1} s = {rate:.0}/s (target >= {TARGET_PER_SEC:.0}/s) {}",
+        "campaign fan-out ({engine_name}): {} recipients queued in {secs:.1} s = {rate:.0}/s (target >= {TARGET_PER_SEC:.0}/s) {}",
         done.total_recipients,
         verdict(rate >= TARGET_PER_SEC)
     );
@@ -63,7 +77,5 @@ pub async fn run(count: usize) -> anyhow::Result<()> {
         "  peak RSS during the fan-out: {top} MB (target < {TARGET_RSS_MB} MB) {}",
         verdict(top < TARGET_RSS_MB)
     );
-    println!("  PostgreSQL: not measured by this subcommand yet");
-    store.close().await;
     Ok(())
 }

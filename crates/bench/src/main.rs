@@ -22,7 +22,8 @@
 //! `segments` counts a two-condition dynamic segment over 1,000,000 contacts on SQLite
 //! (docs/segments.md), without and with an expression index on the `data.` field.
 //! `campaign` fans out one campaign to `count` contacts (default 1,000,000) on SQLite and
-//! prints recipients queued per second and the peak RSS (docs/campaigns.md).
+//! prints recipients queued per second and the peak RSS (docs/campaigns.md); with
+//! `--database-url` it then does the same on PostgreSQL (a fresh schema, dropped afterwards).
 //! `import` imports a ~5 MB CSV (60,000 rows) into a project already holding `count`
 //! contacts (default 1,000,000) and prints rows/s; `analytics` times `/analytics/timeseries`
 //! over 30 days of `count` sends (default 1,000,000) (both in `imports.rs`).
@@ -37,6 +38,7 @@ mod contacts;
 mod imports;
 mod load;
 mod memory;
+mod pg_seed;
 mod segments;
 mod send;
 mod server;
@@ -140,7 +142,7 @@ async fn main() -> anyhow::Result<()> {
             .await
         }
         "segments" => segments::run(&segments::SegmentsOptions { count: opts.count }).await,
-        "campaign" => campaigns::run(opts.count).await,
+        "campaign" => campaigns::run(opts.count, opts.database_url.as_deref()).await,
         "track" => {
             track::run(&track::TrackOptions {
                 count: opts.count,
