@@ -21,7 +21,14 @@ pub async fn run(count: usize, database_url: Option<&str>) -> anyhow::Result<()>
     let dir = tempfile::tempdir()?;
     let seeded = crate::segments::seed(dir.path(), count).await?;
     drop(seeded.conn);
-    fan_out(dir.path(), &seeded.store, seeded.project, seeded.now, "SQLite").await?;
+    fan_out(
+        dir.path(),
+        &seeded.store,
+        seeded.project,
+        seeded.now,
+        "SQLite",
+    )
+    .await?;
     seeded.store.close().await;
     match database_url {
         Some(url) => {
@@ -43,7 +50,11 @@ async fn fan_out(
     engine_name: &str,
 ) -> anyhow::Result<()> {
     let settings = EngineSettings::for_data_dir(dir, "http://localhost:3000");
-    let engine = Engine::new(store.clone(), settings, b"bench-secret-bench-secret-0123456789")?;
+    let engine = Engine::new(
+        store.clone(),
+        settings,
+        b"bench-secret-bench-secret-0123456789",
+    )?;
     let content = CampaignContent {
         name: "bench".into(),
         description: None,
@@ -57,7 +68,9 @@ async fn fan_out(
         audience_filter: None,
     };
     let campaign = store.create_campaign(project, &content, now).await?;
-    store.send_campaign(project, campaign.id, now, now, 8).await?;
+    store
+        .send_campaign(project, campaign.id, now, now, 8)
+        .await?;
     let peak = Peak::start();
     let started = Instant::now();
     while engine.fan_out_due().await? {}

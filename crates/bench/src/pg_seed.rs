@@ -21,9 +21,12 @@ impl PgSeeded {
     pub async fn drop_schema(self) -> anyhow::Result<()> {
         self.store.close().await;
         let mut conn = sqlx::PgConnection::connect(&self.url).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {} CASCADE", self.schema)))
-            .execute(&mut conn)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA {} CASCADE",
+            self.schema
+        )))
+        .execute(&mut conn)
+        .await?;
         Ok(())
     }
 }
