@@ -92,6 +92,18 @@ pub async fn record_page(
 /// Moves every SENDING campaign whose fan-out is done and which has no message left PENDING
 /// or SENDING to SENT; returns how many moved. One index probe per sending campaign.
 pub async fn finish_sent(store: &Store, now: Millis) -> StoreResult<u64> {
+    // A read first: most of the time no campaign is sending, and an idle node should not take
+    // the (single, on SQLite) writer twice a second for nothing.
+    let sending: Option<(Uuid,)> = db_read!(store, |pool| {
+        sqlx::query_as(
+            "SELECT id FROM campaigns WHERE status = 'SENDING' AND fanout_done = TRUE LIMIT 1",
+        )
+        .fetch_optional(pool)
+        .await?
+    });
+    if sending.is_none() {
+        return Ok(0);
+    }
     Ok(db_write!(store, |pool| {
         sqlx::query(
             "UPDATE campaigns SET status = 'SENT', finished_at = $1, updated_at = $1 \
