@@ -24,6 +24,9 @@ pub enum KeyPurpose {
     LinkSigning,
     /// AES-256-CTR encryption of those tokens' payload, so no id is readable in a link.
     LinkEncryption,
+    /// The base of each project's signing secret for workflow WEBHOOK calls
+    /// ([`crate::workflow_run::webhook_secret`]).
+    WebhookSigning,
 }
 
 impl KeyPurpose {
@@ -33,6 +36,7 @@ impl KeyPurpose {
             KeyPurpose::DkimSealing => (b"herald/seal/v1", b"dkim-private-keys"),
             KeyPurpose::LinkSigning => (b"herald/links/v1", b"link-token-mac"),
             KeyPurpose::LinkEncryption => (b"herald/links/v1", b"link-token-cipher"),
+            KeyPurpose::WebhookSigning => (b"herald/webhooks/v1", b"workflow-webhook-signing"),
         }
     }
 }

@@ -134,6 +134,13 @@ impl ExecutionStatus {
     }
 }
 
+impl TryFrom<String> for ExecutionStatus {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s).ok_or_else(|| format!("unknown execution status {s:?}"))
+    }
+}
+
 /// Longest workflow and step names, in characters.
 pub const NAME_MAX: usize = 200;
 pub const DESCRIPTION_MAX: usize = 2000;

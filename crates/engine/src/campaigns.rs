@@ -234,6 +234,7 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
                     subscribed: contact.subscribed,
                     data: contact.data.clone(),
                     suppressed: on_list,
+                    event: None,
                 },
             );
             skipped += i64::from(accepted.skipped.is_some());

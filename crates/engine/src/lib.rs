@@ -22,6 +22,7 @@ pub mod throttle;
 pub mod track;
 pub mod uploads;
 pub mod verify;
+pub mod workflows;
 
 use std::sync::Arc;
 
@@ -56,6 +57,8 @@ pub struct EngineInner {
     pub links: links::MailLinks,
     /// Verifies Amazon SNS notifications (certificates, HTTP client).
     pub sns: feedback::sns::SnsState,
+    /// The base of each project's WEBHOOK signing secret.
+    pub webhook_key: herald_core::secret::DerivedKey,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -81,6 +84,10 @@ impl Engine {
         Ok(Engine(Arc::new(EngineInner {
             sns,
             sealer: Sealer::for_dkim(secret),
+            webhook_key: herald_core::secret::derive(
+                secret,
+                herald_core::secret::KeyPurpose::WebhookSigning,
+            ),
             dns,
             transport,
             throttle: throttle::Throttle::new(settings.send_rate_per_second),
@@ -114,6 +121,7 @@ impl Engine {
         set.spawn(segments::run_reevaluations(self.clone(), shutdown.clone()));
         set.spawn(segments::run_recompute(self.clone(), shutdown.clone()));
         set.spawn(campaigns::run_campaigns(self.clone(), shutdown.clone()));
+        set.spawn(workflows::run_workflows(self.clone(), shutdown.clone()));
         for kind in [
             herald_core::contact_jobs::IMPORT_KIND,
             herald_core::contact_jobs::BULK_KIND,

@@ -57,6 +57,10 @@ pub struct EngineSettings {
     pub upload_max_bytes: usize,
     /// When a bounce or complaint disables its project (docs/accounts.md "Security").
     pub reputation: herald_core::security::CriticalRates,
+    /// Let workflow WEBHOOK steps call private, loopback and link-local addresses.
+    pub webhook_allow_private: bool,
+    /// How long a WEBHOOK call may take.
+    pub webhook_timeout: Duration,
 }
 
 /// Every field, the relay URL's userinfo (its credential) hidden.
@@ -94,6 +98,8 @@ impl std::fmt::Debug for EngineSettings {
             .field("campaign_page_size", &self.campaign_page_size)
             .field("uploads_dir", &self.uploads_dir)
             .field("upload_max_bytes", &self.upload_max_bytes)
+            .field("webhook_allow_private", &self.webhook_allow_private)
+            .field("webhook_timeout", &self.webhook_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -127,6 +133,8 @@ impl EngineSettings {
             uploads_dir: data_dir.join("uploads"),
             upload_max_bytes: 5 * 1024 * 1024,
             reputation: Default::default(),
+            webhook_allow_private: false,
+            webhook_timeout: Duration::from_secs(10),
         }
     }
 }

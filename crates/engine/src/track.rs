@@ -1,7 +1,8 @@
 //! Recording a tracked event (`POST /v1/track`): upsert the contact (custom-field rules; new
 //! contacts subscribed unless told otherwise; a `subscribed` flip records its
 //! `contact.subscribed` / `contact.unsubscribed` through the contacts' one update path), insert
-//! the event and its outbox row, a job of kind [`EVENT_DISPATCH_JOB`].
+//! the event and, when a workflow of the project reacts to its name, its outbox row (a job of
+//! kind [`EVENT_DISPATCH_JOB`]); segment re-evaluation has its own outbox row.
 //!
 //! Guarantees:
 //! - Contact, event and outbox row commit in one transaction, shared with the other requests
@@ -19,17 +20,17 @@ use herald_core::time::Millis;
 use herald_store::contacts::{ContactUpsert, upsert_contact};
 use herald_store::segment_membership::enqueue_reevaluate;
 use herald_store::tracked::{NewTrackedEvent, insert_tracked_many};
-use herald_store::{StoreResult, Tx, jobs, messages};
-use serde_json::{Map, Value, json};
+use herald_store::{StoreResult, Tx, messages};
+use serde_json::{Map, Value};
 
 use crate::Engine;
 use crate::send::AcceptError;
 use crate::send::accept::IDEMPOTENCY_WINDOW_MS;
 use crate::send::batch::Done;
 
-/// Job kind of the outbox rows of tracked events: payload `{eventId, contactId, name}`. No
-/// worker claims it yet; the workflow and segment capabilities consume it.
-pub const EVENT_DISPATCH_JOB: &str = "event.dispatch";
+/// Job kind of the outbox rows of events a workflow reacts to (`herald_store::workflows::run`),
+/// queued with the event when an enabled workflow's trigger or a WAIT_FOR_EVENT step names it.
+pub const EVENT_DISPATCH_JOB: &str = herald_store::workflows::run::EVENT_JOB;
 
 /// A validated track request.
 #[derive(Clone, Debug)]
@@ -95,10 +96,6 @@ impl TrackPlan {
         .await?;
         let event_id = new_id();
         let contact_id = out.contact.id;
-        rows.jobs.push((
-            Some(self.project_id),
-            json!({"eventId": event_id, "contactId": contact_id, "name": self.event}),
-        ));
         rows.events.push(NewTrackedEvent {
             id: event_id,
             project_id: self.project_id,
@@ -119,22 +116,16 @@ impl TrackPlan {
 #[derive(Default)]
 pub(crate) struct TrackRows {
     events: Vec<NewTrackedEvent>,
-    jobs: Vec<(Option<Uuid>, Value)>,
 }
 
 impl TrackRows {
-    /// Inserts the staged events and their outbox jobs (multi-row statements).
-    pub(crate) async fn flush(
-        &self,
-        tx: &mut Tx,
-        max_attempts: i32,
-        now: Millis,
-    ) -> StoreResult<()> {
+    /// Inserts the staged events and the outbox rows of those a workflow reacts to
+    /// (multi-row statements).
+    pub(crate) async fn flush(&self, tx: &mut Tx, now: Millis) -> StoreResult<()> {
         if self.events.is_empty() {
             return Ok(());
         }
         insert_tracked_many(tx, &self.events).await?;
-        jobs::enqueue_many(tx, EVENT_DISPATCH_JOB, &self.jobs, now, max_attempts).await?;
         // Event conditions of tracked segments may change with the event: their outbox rows.
         let mut by_project: std::collections::BTreeMap<Uuid, Vec<Uuid>> = Default::default();
         for e in &self.events {

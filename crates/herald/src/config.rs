@@ -42,6 +42,11 @@ pub struct Config {
     pub import_batch_rows: usize,
     /// Contacts per campaign fan-out transaction (each commit is a checkpoint).
     pub campaign_page_size: u32,
+    /// Let workflow WEBHOOK steps call private, loopback and link-local addresses (off: such
+    /// calls are refused, so a workflow cannot reach the operator's internal network).
+    pub webhook_allow_private: bool,
+    /// Seconds a workflow WEBHOOK call may take.
+    pub webhook_timeout_secs: f64,
     pub database_max_connections: u32,
     /// Run the background workers (send queue, domain checks) in this process.
     pub workers: bool,
@@ -184,6 +189,8 @@ impl Default for Config {
             upload_max_bytes: 5 * 1024 * 1024,
             import_batch_rows: 2000,
             campaign_page_size: 1000,
+            webhook_allow_private: false,
+            webhook_timeout_secs: 10.0,
             database_max_connections: 16,
             workers: true,
             spf_mechanism: String::new(),
@@ -379,6 +386,8 @@ impl Config {
                 complaint: self.complaint_rate_critical,
                 min_messages: self.security_min_messages,
             },
+            webhook_allow_private: self.webhook_allow_private,
+            webhook_timeout: secs(self.webhook_timeout_secs.clamp(0.1, 60.0)),
         }
     }
 

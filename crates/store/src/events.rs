@@ -1,7 +1,8 @@
 //! Events recorded for contacts: system events (`contact.subscribed`, `email.*`) and tracked
 //! ones. Written in the transaction of the change that caused them. An event may name the
 //! message (and campaign) that caused it ([`Links`]), which the activity feed shows. Tracked
-//! events are written and read by [`crate::tracked`].
+//! events are written and read by [`crate::tracked`]. Every contact event a workflow reacts to
+//! gets its outbox row in the same transaction ([`crate::workflows::run::enqueue_dispatch`]).
 
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
@@ -91,6 +92,10 @@ pub async fn insert_linked_event(
         .execute(&mut *conn)
         .await?;
     });
+    if contact_id.is_some() {
+        let event = crate::workflows::run::EventRef { id, name };
+        crate::workflows::run::enqueue_dispatch(tx, project_id, &[event], now).await?;
+    }
     Ok(id)
 }
 

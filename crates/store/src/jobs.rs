@@ -126,6 +126,35 @@ pub async fn postpone(
     Ok(n == 1)
 }
 
+/// Puts a job back to wait until `run_at` with a new payload and its attempts reset: the next
+/// stage of a long-lived job (a workflow execution after a DELAY). False when the lease was
+/// lost.
+pub async fn reschedule(
+    tx: &mut Tx,
+    id: Uuid,
+    token: Uuid,
+    run_at: Millis,
+    payload: &Value,
+    now: Millis,
+) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE jobs SET state = 'waiting', run_at = $3, lease_until = NULL, lease_token = NULL, \
+             attempts = 0, payload = $4, last_error = NULL, updated_at = $5 \
+             WHERE id = $1 AND lease_token = $2",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(run_at)
+        .bind(Json(payload))
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+    });
+    Ok(n == 1)
+}
+
 /// Marks a job dead (a dead letter kept for inspection); false when the lease was lost.
 pub async fn fail(
     tx: &mut Tx,

@@ -13,6 +13,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
+use crate::workflows::run::{EventRef, enqueue_dispatch};
 use crate::{Store, StoreResult, Tx};
 
 /// A message to insert.
@@ -454,26 +455,27 @@ pub async fn record_sent(
         }
         let q = format!(
             "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
-             WHERE id IN ({}) AND {} RETURNING id",
+             WHERE id IN ({}) AND {} RETURNING id, project_id",
             value_rows(acked.len(), 1, 2).replace(['(', ')'], ""),
             movable_to(MessageStatus::Sent)
         );
-        let moved: Vec<(Uuid,)> = db_tx!(&mut *tx, |conn| {
+        let moved: Vec<(Uuid, Uuid)> = db_tx!(&mut *tx, |conn| {
             let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(now);
             for s in &acked {
                 query = query.bind(s.message_id);
             }
             query.fetch_all(&mut *conn).await?
         });
+        let projects: std::collections::HashMap<Uuid, Uuid> = moved.into_iter().collect();
         let moved: Vec<&SentRecord<'_>> = acked
             .into_iter()
-            .filter(|s| moved.iter().any(|(id,)| *id == s.message_id))
+            .filter(|s| projects.contains_key(&s.message_id))
             .collect();
         if moved.is_empty() {
             continue;
         }
         insert_sent_history(tx, &moved, now).await?;
-        insert_sent_events(tx, &moved, now).await?;
+        insert_sent_events(tx, &moved, &projects, now).await?;
         set_relay_ids(tx, &moved).await?;
         recorded.extend(moved.iter().map(|s| s.message_id));
     }
@@ -519,8 +521,10 @@ async fn insert_sent_history(
 async fn insert_sent_events(
     tx: &mut Tx,
     moved: &[&SentRecord<'_>],
+    projects: &std::collections::HashMap<Uuid, Uuid>,
     now: Millis,
 ) -> StoreResult<()> {
+    let ids: Vec<Uuid> = moved.iter().map(|_| new_id()).collect();
     let q = format!(
         "WITH v(id, message_id, data) AS (VALUES {}) \
          INSERT INTO events (id, project_id, contact_id, message_id, campaign_id, name, data, created_at) \
@@ -531,13 +535,27 @@ async fn insert_sent_events(
     );
     db_tx!(&mut *tx, |conn| {
         let mut query = sqlx::query(AssertSqlSafe(q.as_str())).bind(now);
-        for s in moved {
+        for (s, id) in moved.iter().zip(&ids) {
             let data = serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,
                 "templateId": s.template_id.map(|t| t.to_string())});
-            query = query.bind(new_id()).bind(s.message_id).bind(Json(data));
+            query = query.bind(*id).bind(s.message_id).bind(Json(data));
         }
         query.execute(&mut *conn).await?;
     });
+    // Workflows reacting to `email.sent` get their outbox rows (an event not inserted, its
+    // contact gone, is skipped by the dispatch).
+    let mut by_project: std::collections::BTreeMap<Uuid, Vec<EventRef<'_>>> = Default::default();
+    for (s, id) in moved.iter().zip(&ids) {
+        if let Some(project) = projects.get(&s.message_id) {
+            by_project.entry(*project).or_default().push(EventRef {
+                id: *id,
+                name: "email.sent",
+            });
+        }
+    }
+    for (project, refs) in by_project {
+        enqueue_dispatch(tx, project, &refs, now).await?;
+    }
     Ok(())
 }
 

@@ -16,6 +16,7 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
 use crate::events::{EVENT_COLUMNS, Event};
+use crate::workflows::run::{EventRef, enqueue_dispatch};
 use crate::{Store, StoreResult, Tx};
 
 /// Rows removed per transaction by [`Store::delete_tracked_events`].
@@ -34,8 +35,25 @@ pub struct NewTrackedEvent {
     pub created_at: Millis,
 }
 
-/// Inserts tracked events in multi-row statements inside `tx`.
+/// Inserts tracked events in multi-row statements inside `tx`, with the outbox rows of those a
+/// workflow reacts to.
 pub async fn insert_tracked_many(tx: &mut Tx, events: &[NewTrackedEvent]) -> StoreResult<()> {
+    insert_rows(tx, events).await?;
+    let mut by_project: std::collections::BTreeMap<Uuid, Vec<EventRef<'_>>> = Default::default();
+    for e in events {
+        by_project.entry(e.project_id).or_default().push(EventRef {
+            id: e.id,
+            name: &e.name,
+        });
+    }
+    for (project_id, refs) in by_project {
+        let now = events.iter().map(|e| e.created_at).max().unwrap_or(0);
+        enqueue_dispatch(tx, project_id, &refs, now).await?;
+    }
+    Ok(())
+}
+
+async fn insert_rows(tx: &mut Tx, events: &[NewTrackedEvent]) -> StoreResult<()> {
     for chunk in events.chunks(200) {
         let rows: Vec<String> = (0..chunk.len())
             .map(|i| {

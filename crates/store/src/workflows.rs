@@ -5,6 +5,7 @@
 
 pub mod executions;
 mod graph;
+pub mod run;
 
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;

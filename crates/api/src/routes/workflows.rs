@@ -5,9 +5,9 @@
 //! with `splice=true`, `GET /workflows/fields`, and executions as records: list, get with
 //! step history, cancel one, cancel all; a workflow with active executions is not deleted.
 //!
-//! Running executions (the executor, manual start) is issue 11 part 2: until it exists,
-//! `POST /workflows/:id/executions` answers 501 and enabling a workflow starts nothing
-//! (docs/workflows.md).
+//! Executions run in the engine (`herald_engine::workflows`): an enabled workflow starts one
+//! per triggering event, and `POST /workflows/:id/executions` starts one by hand.
+//! `GET /workflows/webhook-secret` shows the key WEBHOOK calls are signed with.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -33,14 +33,15 @@ mod wire;
 
 pub use wire::{
     CancelledCount, ConditionField, ExecutionList, ExecutionResponse, ExecutionStepResponse,
-    StepRequest, StepResponse, TransitionRequest, TransitionResponse, WorkflowFields, WorkflowList,
-    WorkflowRequest, WorkflowResponse,
+    StartRequest, StepRequest, StepResponse, TransitionRequest, TransitionResponse, WebhookSecret,
+    WorkflowFields, WorkflowList, WorkflowRequest, WorkflowResponse,
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_workflows, create_workflow))
         .routes(routes!(workflow_fields))
+        .routes(routes!(webhook_secret))
         .routes(routes!(get_workflow, patch_workflow, delete_workflow))
         .routes(routes!(add_step))
         .routes(routes!(patch_step, delete_step))
@@ -482,21 +483,65 @@ async fn list_executions(
     }))
 }
 
-/// Starting an execution by hand needs the executor (issue 11 part 2): 501 until then.
+/// Starts an execution for a contact by hand, with `context` as its event data (the
+/// workflow need not be enabled; `allowReentry` applies as to events): 201 with the execution,
+/// 404 for an unknown contact, 409 when the contact may not enter now.
 #[utoipa::path(post, path = "/workflows/{id}/executions", tag = "workflows",
-    params(("id" = String, Path)),
-    responses((status = 501), (status = 404)))]
+    params(("id" = String, Path)), request_body = StartRequest,
+    responses((status = 201, body = ExecutionResponse), (status = 404), (status = 409),
+        (status = 422)))]
 async fn start_execution(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
-    load(&state, &auth, &id).await?;
-    Err(
-        ApiError::not_implemented("Running workflow executions").with_suggestion(
-            "Workflows can be built and inspected; the executor arrives in a later version",
-        ),
-    )
+    ApiJson(body): ApiJson<StartRequest>,
+) -> ApiResult<(StatusCode, Json<ExecutionResponse>)> {
+    let w = load(&state, &auth, &id).await?;
+    let mut errors = Vec::new();
+    let contact = body.contact_id.as_deref().and_then(parse_id);
+    if contact.is_none() {
+        let message = "contactId must be a contact id";
+        errors.push(FieldError::new("contactId", message, "invalid_id"));
+    }
+    let context = match body.context {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => {
+            let message = "context must be an object";
+            errors.push(FieldError::new("context", message, "invalid_type"));
+            Value::Null
+        }
+    };
+    let Some(contact) = contact.filter(|_| errors.is_empty()) else {
+        return Err(ApiError::validation(errors));
+    };
+    use herald_engine::workflows::dispatch::StartError;
+    match state
+        .engine
+        .start_workflow(auth.id(), w.id, contact, &context)
+        .await
+    {
+        Ok(e) => Ok((StatusCode::CREATED, Json(e.into()))),
+        Err(StartError::WorkflowNotFound) => Err(not_found()),
+        Err(StartError::ContactNotFound) => {
+            Err(ApiError::not_found("CONTACT_NOT_FOUND", "Contact"))
+        }
+        Err(e @ (StartError::Active | StartError::Entered)) => {
+            Err(ApiError::conflict(e.to_string()))
+        }
+        Err(StartError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// The project's signing secret for WEBHOOK calls: each call carries `Herald-Signature:
+/// t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` under it (docs/workflows.md).
+#[utoipa::path(get, path = "/workflows/webhook-secret", tag = "workflows",
+    responses((status = 200, body = WebhookSecret)))]
+async fn webhook_secret(State(state): State<AppState>, auth: ProjectAuth) -> Json<WebhookSecret> {
+    Json(WebhookSecret {
+        secret: state.engine.webhook_secret(auth.id()),
+        header: herald_core::workflow_run::SIGNATURE_HEADER.to_owned(),
+    })
 }
 
 async fn load_execution(

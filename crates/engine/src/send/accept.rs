@@ -177,6 +177,8 @@ pub(crate) struct StageRecipient<'a> {
     pub data: Map<String, Value>,
     /// Why the address is on the project's suppression list, if it is.
     pub suppressed: Option<String>,
+    /// The `event.*` variables of a workflow's message (the execution's context).
+    pub event: Option<&'a Value>,
 }
 
 /// A [`SendPlan`] made ready for the batcher: templates parsed, attachments decoded and hashed.
@@ -323,6 +325,7 @@ impl AcceptRequest {
                 name: r.name.as_deref(),
                 subscribed: contact.subscribed,
                 suppressed: on_list,
+                event: None,
             };
             accepted.push(self.spec.stage_one(staged, recipient));
         }
@@ -362,6 +365,29 @@ impl MessageSpec {
         }
     }
 
+    /// The message of a workflow's SEND_EMAIL step: its template merged as `/v1/send` merges
+    /// one (a MARKETING template skips unsubscribed contacts), no attachments.
+    pub(crate) fn workflow(project_id: Uuid, m: &Merged, links: &MailLinks) -> MessageSpec {
+        let template_type = m.template_type.unwrap_or(TemplateType::Transactional);
+        MessageSpec {
+            project_id,
+            subject: Template::parse(&m.subject),
+            body: Template::parse(&m.body),
+            from: ascii_sender(&m.from),
+            from_name: m.from_name.clone(),
+            reply_to: m.reply_to.clone(),
+            template_id: m.template_id,
+            template_type,
+            marketing: m.skips_unsubscribed(),
+            source: "workflow",
+            campaign_id: None,
+            headers: Value::Object(Map::new()),
+            attachments: Value::Array(Vec::new()),
+            attachment_shas: Vec::new(),
+            links: links.clone(),
+        }
+    }
+
     /// Renders one recipient's message into `staged`: queued, or SUPPRESSED with the reason
     /// when the address is suppressed (or the simulator's `suppressionlist@`) or the contact is
     /// unsubscribed from MARKETING mail.
@@ -371,13 +397,16 @@ impl MessageSpec {
         r: StageRecipient<'a>,
     ) -> Accepted {
         let id = new_id();
-        let vars = render_vars(
+        let mut vars = render_vars(
             r.contact_id,
             &r.email,
             &r.data,
             self.links
                 .page_urls(self.project_id, r.contact_id, Some(id)),
         );
+        if let Some(event) = r.event {
+            vars.insert("event".into(), event.clone());
+        }
         let simulated = simulated_outcome(&r.email);
         let (skipped, detail) = if simulated == Some(SimulatedOutcome::SuppressionList) {
             let why = "mailbox simulator: the address is on the suppression list";

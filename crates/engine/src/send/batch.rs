@@ -85,7 +85,7 @@ impl<'a> Rows<'a> {
 
     async fn flush(&self, tx: &mut Tx, max_attempts: i32, now: i64) -> Result<(), StoreError> {
         self.sends.flush(tx, max_attempts, now).await?;
-        self.tracks.flush(tx, max_attempts, now).await
+        self.tracks.flush(tx, now).await
     }
 }
 

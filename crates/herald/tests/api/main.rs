@@ -54,4 +54,5 @@ mod track_crash;
 mod tracking;
 mod uploads;
 mod verify;
+mod workflow_runs;
 mod workflows;

@@ -1,6 +1,8 @@
 //! Crash safety of `/v1/track`: a `herald serve` process killed (SIGKILL) while 32 clients
 //! are tracking loses no acknowledged event. Every event answered 200 before the kill is in
-//! the database afterwards, with its contact and its outbox row (acknowledged = committed).
+//! the database afterwards, with its contact and its outbox row (acknowledged = committed; an
+//! enabled workflow reacts to the event, so each one has an outbox row, and the child runs no
+//! workers, so the rows stay to be counted).
 
 use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
@@ -17,10 +19,6 @@ both_engines!(killed_while_tracking_keeps_every_acknowledged_event);
 pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
-}
-
-fn spawn_server(config: &herald::Config, port: u16) -> Child {
-    spawn_server_with(config, port, &[])
 }
 
 /// `herald serve` on the test app's database and data directory, with extra environment.
@@ -65,8 +63,25 @@ async fn killed_while_tracking_keeps_every_acknowledged_event(engine: Engine) {
     // The in-process app creates the project and reads afterwards; the child takes the load.
     let app = engine.app_with(|c| c.workers = false).await;
     let p = app.project().await;
+    let wf = expect_json(
+        app.post(
+            "/workflows",
+            &p.secret_key,
+            &json!({"name": "W", "triggerConfig": {"eventName": "crash-test"}}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let path = format!("/workflows/{}", wf["id"].as_str().unwrap());
+    expect_json(
+        app.patch(&path, &p.secret_key, &json!({"enabled": true}))
+            .await,
+        200,
+    )
+    .await;
     let port = free_port();
-    let mut child = spawn_server(&app.config, port);
+    let mut child = spawn_server_with(&app.config, port, &[("HERALD_WORKERS", "false")]);
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
     wait_healthy(&client, &base).await;

@@ -3,7 +3,7 @@
 //! per type (422 at `config.<path>`), SEND_EMAIL naming an existing template (template usage
 //! and the template delete 409); transitions under the graph rules (branches, EXIT, cycles);
 //! step deletion with and without splice; executions listed, read, cancelled one and all
-//! (inserted through the store: the executor is issue 11 part 2, whose manual start is 501);
+//! (inserted through the store; running them is workflow_runs.rs);
 //! a deleted contact's executions cancelled; `GET /workflows/fields`; project isolation.
 
 use herald_core::clock::Clock;
@@ -512,7 +512,7 @@ async fn executions_are_listed_read_and_cancelled(engine: Engine) {
     )
     .await;
     assert_eq!(all["cancelled"], 0);
-    // Manual start needs the executor.
+    // The contact entered this once-only workflow (the inserted executions): no manual start.
     expect_error(
         app.post(
             &format!("/workflows/{wf}/executions"),
@@ -520,8 +520,8 @@ async fn executions_are_listed_read_and_cancelled(engine: Engine) {
             &json!({"contactId": contacts[0]}),
         )
         .await,
-        501,
-        "NOT_IMPLEMENTED",
+        409,
+        "CONFLICT",
     )
     .await;
     assert_eq!(

@@ -131,6 +131,24 @@ pub struct TransitionRequest {
     pub branch: Option<String>,
 }
 
+/// `POST /workflows/:id/executions`.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRequest {
+    pub contact_id: Option<String>,
+    /// The execution's event data (`event.*` in templates and conditions).
+    #[schema(value_type = Option<Object>)]
+    pub context: Option<Value>,
+}
+
+/// `GET /workflows/webhook-secret`.
+#[derive(Serialize, ToSchema)]
+pub struct WebhookSecret {
+    pub secret: String,
+    /// The header each call's signature is in.
+    pub header: String,
+}
+
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionResponse {

@@ -1,0 +1,306 @@
+//! `workflow.run` jobs: each runs its execution from the step its payload names.
+//!
+//! A job's payload always names the step its execution is at: a DELAY or a WAIT_FOR_EVENT with
+//! a timeout reschedules the same job (new step, attempts reset) to the wake time; a wait
+//! without timeout completes it (the resuming event queues a new one); a WEBHOOK reached in
+//! the middle of a run reschedules the job to now at that step, so the call is made by the
+//! next claim, after the steps before it committed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use herald_core::ids::Uuid;
+use herald_core::workflow::{Branch, ExecutionStatus, StepType};
+use herald_store::jobs::{self, Job};
+use herald_store::workflows::Workflow;
+use herald_store::workflows::run::{self as wf_run, RUN_JOB, RunState};
+use herald_store::{StoreError, StoreResult, Tx};
+use serde_json::{Value, json};
+
+use super::steps::{Flow, SpecCache, StepRun};
+use super::webhook::{CallOutcome, WebhookRequest};
+use super::{BATCH, backoff_ms, payload_id};
+use crate::Engine;
+
+/// Steps one run may take before it must stop (graphs have no cycles; this bounds a corrupt one).
+const MAX_STEPS: usize = 256;
+
+/// How a job ended in its batch.
+pub(super) enum Settle {
+    /// Done: acked with the batch.
+    Complete,
+    /// Already rescheduled, retried or completed inside the transaction.
+    Settled,
+    /// At a WEBHOOK step: the call is made once the batch commits, the job still held.
+    Webhook(Box<PendingCall>),
+}
+
+/// A WEBHOOK call to make, and what to continue with.
+pub(super) struct PendingCall {
+    pub project_id: Uuid,
+    pub request: WebhookRequest,
+}
+
+/// What one batch reads once.
+#[derive(Default)]
+pub(super) struct Caches {
+    workflows: HashMap<Uuid, Option<Arc<Workflow>>>,
+    pub specs: SpecCache,
+    /// A message was queued: wake the sender after the commit.
+    pub sent: bool,
+}
+
+impl Caches {
+    async fn workflow(
+        &mut self,
+        engine: &Engine,
+        project_id: Uuid,
+        id: Uuid,
+    ) -> StoreResult<Option<Arc<Workflow>>> {
+        if let Some(w) = self.workflows.get(&id) {
+            return Ok(w.clone());
+        }
+        let w = engine.store.workflow(project_id, id).await?.map(Arc::new);
+        self.workflows.insert(id, w.clone());
+        Ok(w)
+    }
+}
+
+impl Engine {
+    /// Claims a batch of run jobs and runs them; returns how many were claimed.
+    pub async fn run_executions(&self) -> StoreResult<usize> {
+        let lease = crate::job_lease::lease_ms(self);
+        let claimed = self
+            .store
+            .claim_jobs(RUN_JOB, BATCH, self.now(), lease)
+            .await?;
+        if claimed.is_empty() {
+            return Ok(0);
+        }
+        let mut caches = Caches::default();
+        let mut tx = self.store.begin().await?;
+        let mut done = Vec::new();
+        let mut calls = Vec::new();
+        let mut failed = Vec::new();
+        for job in &claimed {
+            tx.savepoint("wf_run").await?;
+            match self.advance(&mut tx, job, None, &mut caches).await {
+                Ok(settle) => {
+                    tx.release_savepoint("wf_run").await?;
+                    match settle {
+                        Settle::Complete => done.push((job.id, job.lease_token)),
+                        Settle::Settled => {}
+                        Settle::Webhook(call) => calls.push((job.clone(), call)),
+                    }
+                }
+                Err(e) => {
+                    tx.rollback_to_savepoint("wf_run").await?;
+                    failed.push((job, e.to_string()));
+                }
+            }
+        }
+        if jobs::complete_many(&mut tx, &done).await?.len() != done.len() {
+            return Ok(claimed.len());
+        }
+        for (job, error) in failed {
+            settle_error(self, &mut tx, job, &error).await?;
+        }
+        tx.commit().await?;
+        if caches.sent {
+            self.wake.notify_one();
+        }
+        let mut set = tokio::task::JoinSet::new();
+        for (job, call) in calls {
+            let engine = self.clone();
+            set.spawn(async move { engine.finish_call(job, *call).await });
+        }
+        while set.join_next().await.is_some() {}
+        Ok(claimed.len())
+    }
+
+    /// Makes a WEBHOOK call (the job's lease kept alive meanwhile), then records it and runs on.
+    async fn finish_call(&self, job: Job, call: PendingCall) {
+        let outcome = crate::job_lease::with_heartbeat(
+            self,
+            &job,
+            self.call_webhook(call.project_id, &call.request),
+        )
+        .await;
+        let result: StoreResult<()> = async {
+            let mut caches = Caches::default();
+            let mut tx = self.store.begin().await?;
+            if !jobs::hold(&mut tx, job.id, job.lease_token, self.now()).await? {
+                return Ok(());
+            }
+            tx.savepoint("wf_call").await?;
+            match self
+                .advance(&mut tx, &job, Some(outcome), &mut caches)
+                .await
+            {
+                Ok(settle) => {
+                    tx.release_savepoint("wf_call").await?;
+                    match settle {
+                        Settle::Complete => {
+                            if !jobs::complete(&mut tx, job.id, job.lease_token).await? {
+                                return Ok(());
+                            }
+                        }
+                        Settle::Settled => {}
+                        // The call was just made: a second one at once is impossible (the
+                        // outcome is consumed by the WEBHOOK step); defensive: run it later.
+                        Settle::Webhook(_) => {
+                            let payload = job.payload.0.clone();
+                            let now = self.now();
+                            jobs::reschedule(&mut tx, job.id, job.lease_token, now, &payload, now)
+                                .await?;
+                        }
+                    }
+                }
+                Err(e) => {
+                    tx.rollback_to_savepoint("wf_call").await?;
+                    settle_error(self, &mut tx, &job, &e.to_string()).await?;
+                }
+            }
+            tx.commit().await?;
+            if caches.sent {
+                self.wake.notify_one();
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, job = %job.id, "recording a webhook call failed");
+        }
+    }
+
+    /// Runs the job's execution from its step until it waits, calls out or ends.
+    async fn advance(
+        &self,
+        tx: &mut Tx,
+        job: &Job,
+        mut call: Option<CallOutcome>,
+        caches: &mut Caches,
+    ) -> StoreResult<Settle> {
+        let (Some(execution_id), Some(step_id)) =
+            (payload_id(job, "executionId"), payload_id(job, "stepId"))
+        else {
+            return Ok(Settle::Complete);
+        };
+        let Some(state) = wf_run::run_state(tx, execution_id).await? else {
+            return Ok(Settle::Complete);
+        };
+        if !state.status.is_active() || state.current_step_id != Some(step_id) {
+            // Moved on, cancelled or ended since this job was queued.
+            return Ok(Settle::Complete);
+        }
+        let now = self.now();
+        if job.attempts > job.max_attempts {
+            let why = format!("the run was interrupted {} times", job.attempts - 1);
+            end(tx, &state, ExecutionStatus::Failed, Some(&why), now).await?;
+            return Ok(Settle::Complete);
+        }
+        let Some(contact_id) = state.contact_id else {
+            let why = "the contact was deleted";
+            end(tx, &state, ExecutionStatus::Cancelled, Some(why), now).await?;
+            return Ok(Settle::Complete);
+        };
+        let Some(workflow) = caches
+            .workflow(self, state.project_id, state.workflow_id)
+            .await?
+        else {
+            return Ok(Settle::Complete);
+        };
+        let mut run = StepRun {
+            engine: self,
+            job,
+            state: &state,
+            contact_id,
+            context: state.context.0.clone(),
+            now,
+        };
+        let mut current = step_id;
+        let mut waking = state.status == ExecutionStatus::Waiting;
+        for taken in 0..MAX_STEPS {
+            let Some(step) = workflow.steps.iter().find(|s| s.id == current) else {
+                let why = "the execution's step was deleted";
+                end(tx, &state, ExecutionStatus::Failed, Some(why), now).await?;
+                return Ok(Settle::Complete);
+            };
+            let flow = if std::mem::take(&mut waking) {
+                run.wake(tx, step).await?
+            } else if step.step_type == StepType::Webhook {
+                match call.take() {
+                    Some(outcome) => run.webhook_answered(tx, step, outcome).await?,
+                    None if taken == 0 => return run.webhook_due(tx, step).await,
+                    None => run.webhook_later(tx, step).await?,
+                }
+            } else {
+                run.step(tx, step, caches).await?
+            };
+            match flow {
+                Flow::Next(branch) => match next_of(&workflow, current, branch) {
+                    Some(next) => current = next,
+                    None => {
+                        end(tx, &state, ExecutionStatus::Completed, None, now).await?;
+                        return Ok(Settle::Complete);
+                    }
+                },
+                Flow::Stop(settle) => return Ok(settle),
+                Flow::End(status, reason) => {
+                    end(tx, &state, status, reason.as_deref(), now).await?;
+                    return Ok(Settle::Complete);
+                }
+            }
+        }
+        let why = "the workflow ran more steps than allowed in one go";
+        end(tx, &state, ExecutionStatus::Failed, Some(why), now).await?;
+        Ok(Settle::Complete)
+    }
+}
+
+/// The step the transition from `from` (with `branch`; `None`: the plain one) leads to.
+fn next_of(w: &Workflow, from: Uuid, branch: Option<Branch>) -> Option<Uuid> {
+    w.transitions
+        .iter()
+        .find(|t| t.from_step_id == from && t.branch == branch)
+        .map(|t| t.to_step_id)
+}
+
+async fn end(
+    tx: &mut Tx,
+    state: &RunState,
+    status: ExecutionStatus,
+    reason: Option<&str>,
+    now: i64,
+) -> StoreResult<()> {
+    wf_run::finish(tx, state.id, status, reason, now).await
+}
+
+/// A job that failed with an error (the database, a lost lease): retried with backoff, or,
+/// once its attempts are spent, dead-lettered and its execution FAILED.
+async fn settle_error(engine: &Engine, tx: &mut Tx, job: &Job, error: &str) -> StoreResult<()> {
+    tracing::warn!(job = %job.id, %error, "a workflow step failed");
+    let now = engine.now();
+    if job.attempts < job.max_attempts {
+        let at = now + backoff_ms(job);
+        jobs::retry(tx, job.id, job.lease_token, at, error, now).await?;
+        return Ok(());
+    }
+    if jobs::fail(tx, job.id, job.lease_token, error, now).await?
+        && let Some(id) = payload_id(job, "executionId")
+    {
+        let why = format!("a step failed {} times: {error}", job.attempts);
+        wf_run::finish(tx, id, ExecutionStatus::Failed, Some(&why), now).await?;
+    }
+    Ok(())
+}
+
+/// An error that makes the job retry (the step's effects rolled back).
+pub(super) fn lease_lost() -> StoreError {
+    StoreError::Other(anyhow::anyhow!("the job's lease was taken over"))
+}
+
+/// The payload naming an execution's step.
+pub(super) fn payload(execution_id: Uuid, step_id: Uuid) -> Value {
+    json!({"executionId": execution_id, "stepId": step_id})
+}

@@ -1,0 +1,410 @@
+//! What each step type does inside the run's transaction (DECISIONS.md "Workflows"), and the
+//! history row it leaves. The decisions themselves are `herald_core::workflow_run`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use herald_core::billing::Category;
+use herald_core::fields::DataPatch;
+use herald_core::ids::Uuid;
+use herald_core::workflow::{Branch, ExecutionStatus, StepType};
+use herald_core::workflow_run::{ConditionInput, condition_holds, delay_ms, wait_for};
+use herald_store::contacts::{Contact, ContactUpdate, update_contact};
+use herald_store::jobs::{self, Job};
+use herald_store::workflows::Step;
+use herald_store::workflows::run::{self as wf_run, HistoryRow, RunState};
+use herald_store::{StoreError, StoreResult, Tx, billing, suppressions};
+use serde_json::{Value, json};
+
+use super::runner::{Caches, PendingCall, Settle, lease_lost, payload};
+use super::webhook::{CallOutcome, WebhookRequest};
+use crate::Engine;
+use crate::send::accept::{MessageSpec, StageRecipient, Staged, render_vars};
+use crate::send::merge::{SendOverrides, merge_with_template};
+
+/// What happens after a step.
+pub(super) enum Flow {
+    /// Follow the transition with this branch (`None`: the plain one); none: COMPLETED.
+    Next(Option<Branch>),
+    /// The run stops here (waiting, or calling out).
+    Stop(Settle),
+    /// The execution ends (EXITED, or FAILED with the reason).
+    End(ExecutionStatus, Option<String>),
+}
+
+/// A SEND_EMAIL template's message, or why it cannot be sent.
+pub(super) type SpecCache = HashMap<Uuid, Result<Arc<MessageSpec>, String>>;
+
+/// One execution's run inside a batch.
+pub(super) struct StepRun<'a> {
+    pub engine: &'a Engine,
+    pub job: &'a Job,
+    pub state: &'a RunState,
+    pub contact_id: Uuid,
+    /// The execution's context (its `event.*`).
+    pub context: Value,
+    pub now: i64,
+}
+
+impl StepRun<'_> {
+    async fn history(
+        &self,
+        tx: &mut Tx,
+        step: &Step,
+        status: &str,
+        output: Option<Value>,
+    ) -> StoreResult<()> {
+        let open = status == "WAITING";
+        let row = HistoryRow {
+            execution_id: self.state.id,
+            step_id: step.id,
+            status,
+            output,
+            started_at: self.now,
+            completed_at: (!open).then_some(self.now),
+        };
+        wf_run::record_step(tx, row).await
+    }
+
+    /// Records a step that cannot run and ends the execution FAILED.
+    async fn fail(&self, tx: &mut Tx, step: &Step, why: String) -> StoreResult<Flow> {
+        self.history(tx, step, "FAILED", Some(json!({"error": why})))
+            .await?;
+        Ok(Flow::End(ExecutionStatus::Failed, Some(why)))
+    }
+
+    async fn contact(&self, tx: &mut Tx) -> StoreResult<Option<Contact>> {
+        wf_run::contact_now(tx, self.state.project_id, self.contact_id).await
+    }
+
+    /// Parks the execution at `step` and its job until `at` (payload: that step).
+    async fn park(
+        &self,
+        tx: &mut Tx,
+        step: &Step,
+        status: ExecutionStatus,
+        at: Option<i64>,
+    ) -> StoreResult<()> {
+        wf_run::move_to(
+            tx,
+            self.state.id,
+            step.id,
+            status,
+            at,
+            &self.context,
+            self.now,
+        )
+        .await?;
+        let kept = match at {
+            Some(at) => {
+                let p = payload(self.state.id, step.id);
+                jobs::reschedule(tx, self.job.id, self.job.lease_token, at, &p, self.now).await?
+            }
+            None => jobs::complete(tx, self.job.id, self.job.lease_token).await?,
+        };
+        if kept { Ok(()) } else { Err(lease_lost()) }
+    }
+
+    /// Runs a step that is not a WEBHOOK.
+    pub async fn step(
+        &mut self,
+        tx: &mut Tx,
+        step: &Step,
+        caches: &mut Caches,
+    ) -> StoreResult<Flow> {
+        let config = &step.config;
+        match step.step_type {
+            StepType::Trigger => {
+                self.history(tx, step, "COMPLETED", None).await?;
+                Ok(Flow::Next(None))
+            }
+            StepType::SendEmail => self.send_email(tx, step, caches).await,
+            StepType::Delay => match delay_ms(config) {
+                Ok(ms) => {
+                    let at = self.now.saturating_add(ms);
+                    self.history(tx, step, "WAITING", Some(json!({"until": at})))
+                        .await?;
+                    self.park(tx, step, ExecutionStatus::Waiting, Some(at))
+                        .await?;
+                    Ok(Flow::Stop(Settle::Settled))
+                }
+                Err(e) => self.fail(tx, step, e.to_string()).await,
+            },
+            StepType::WaitForEvent => match wait_for(config) {
+                Ok((name, timeout)) => {
+                    let at = timeout.map(|t| self.now.saturating_add(t));
+                    let output = json!({"eventName": name, "timeoutAt": at});
+                    self.history(tx, step, "WAITING", Some(output)).await?;
+                    self.park(tx, step, ExecutionStatus::Waiting, at).await?;
+                    Ok(Flow::Stop(Settle::Settled))
+                }
+                Err(e) => self.fail(tx, step, e.to_string()).await,
+            },
+            StepType::Condition => {
+                let Some(contact) = self.contact(tx).await? else {
+                    return self
+                        .fail(tx, step, "the contact no longer exists".into())
+                        .await;
+                };
+                let input = ConditionInput {
+                    email: &contact.email,
+                    subscribed: contact.subscribed,
+                    data: &contact.data,
+                    event: &self.context,
+                };
+                match condition_holds(config, &input, self.now) {
+                    Ok(holds) => {
+                        self.history(tx, step, "COMPLETED", Some(json!({"result": holds})))
+                            .await?;
+                        Ok(Flow::Next(Some(if holds {
+                            Branch::Yes
+                        } else {
+                            Branch::No
+                        })))
+                    }
+                    Err(e) => self.fail(tx, step, e.to_string()).await,
+                }
+            }
+            StepType::UpdateContact => self.update_contact(tx, step).await,
+            StepType::Exit => {
+                let reason = config
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                self.history(tx, step, "COMPLETED", None).await?;
+                Ok(Flow::End(ExecutionStatus::Exited, reason))
+            }
+            StepType::Webhook => Err(StoreError::Other(anyhow::anyhow!(
+                "a WEBHOOK step is run by the runner"
+            ))),
+        }
+    }
+
+    /// A timer fired: a DELAY is over, or a WAIT_FOR_EVENT timed out (its `timeout` branch).
+    pub async fn wake(&mut self, tx: &mut Tx, step: &Step) -> StoreResult<Flow> {
+        let (execution, now) = (self.state.id, self.now);
+        match step.step_type {
+            StepType::Delay => {
+                wf_run::close_step(tx, execution, step.id, "COMPLETED", None, now).await?;
+                Ok(Flow::Next(None))
+            }
+            StepType::WaitForEvent => {
+                wf_run::close_step(tx, execution, step.id, "TIMED_OUT", None, now).await?;
+                Ok(Flow::Next(Some(Branch::Timeout)))
+            }
+            other => Err(StoreError::Other(anyhow::anyhow!(
+                "an execution waiting at a {} step",
+                other.as_str()
+            ))),
+        }
+    }
+
+    async fn send_email(
+        &mut self,
+        tx: &mut Tx,
+        step: &Step,
+        caches: &mut Caches,
+    ) -> StoreResult<Flow> {
+        let project_id = self.state.project_id;
+        let template_id = step
+            .config
+            .get("templateId")
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<Uuid>().ok());
+        let Some(template_id) = template_id else {
+            return self
+                .fail(tx, step, "the step names no template".into())
+                .await;
+        };
+        let spec = match caches.specs.get(&template_id) {
+            Some(s) => s.clone(),
+            None => {
+                let s = message_spec(self.engine, project_id, template_id).await?;
+                caches.specs.insert(template_id, s.clone());
+                s
+            }
+        };
+        let spec = match spec {
+            Ok(s) => s,
+            Err(why) => return self.fail(tx, step, why).await,
+        };
+        if !billing::allows(tx, project_id, Category::Workflows, 1, self.now).await? {
+            let why = "the project's monthly workflows limit is reached".to_owned();
+            return self.fail(tx, step, why).await;
+        }
+        let Some(contact) = self.contact(tx).await? else {
+            return self
+                .fail(tx, step, "the contact no longer exists".into())
+                .await;
+        };
+        let suppressed = suppressions::suppressed_among(tx, project_id, &[contact.email.as_str()])
+            .await?
+            .pop()
+            .map(|(_, reason)| reason);
+        let mut staged = Staged::default();
+        let accepted = spec.stage_one(
+            &mut staged,
+            StageRecipient {
+                contact_id: contact.id,
+                email: contact.email.clone(),
+                name: None,
+                subscribed: contact.subscribed,
+                data: contact.data.clone(),
+                suppressed,
+                event: Some(&self.context),
+            },
+        );
+        let attempts = i32::try_from(self.engine.settings.send_max_attempts).unwrap_or(i32::MAX);
+        staged.flush(tx, attempts, self.now).await?;
+        let output = json!({"messageId": accepted.message_id, "templateId": template_id,
+            "skipped": accepted.skipped});
+        if accepted.skipped.is_some() {
+            self.history(tx, step, "SKIPPED", Some(output)).await?;
+        } else {
+            billing::count(tx, project_id, Category::Workflows, 1, self.now).await?;
+            caches.sent = true;
+            self.history(tx, step, "COMPLETED", Some(output)).await?;
+        }
+        Ok(Flow::Next(None))
+    }
+
+    async fn update_contact(&mut self, tx: &mut Tx, step: &Step) -> StoreResult<Flow> {
+        let patch = match DataPatch::parse(step.config.get("data")) {
+            Ok(p) => p,
+            Err(p) => {
+                return self
+                    .fail(tx, step, format!("data.{}: {}", p.key, p.message))
+                    .await;
+            }
+        };
+        let subscribed = step.config.get("subscribed").and_then(Value::as_bool);
+        let change = ContactUpdate {
+            email: None,
+            subscribed,
+            patch: &patch,
+            now: self.now,
+            cause: Default::default(),
+        };
+        match update_contact(tx, self.state.project_id, self.contact_id, &change).await {
+            Ok(c) => {
+                let output = json!({"data": c.data, "subscribed": c.subscribed});
+                self.history(tx, step, "COMPLETED", Some(output)).await?;
+                Ok(Flow::Next(None))
+            }
+            Err(StoreError::NotFound) => {
+                self.fail(tx, step, "the contact no longer exists".into())
+                    .await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A WEBHOOK step at the start of a run: its call is made after the batch commits.
+    pub async fn webhook_due(&self, tx: &mut Tx, step: &Step) -> StoreResult<Settle> {
+        let contact = self.contact(tx).await?;
+        let request = self.webhook_request(step, contact.as_ref());
+        Ok(Settle::Webhook(Box::new(PendingCall {
+            project_id: self.state.project_id,
+            request,
+        })))
+    }
+
+    /// A WEBHOOK step reached mid-run: the job is rescheduled to now at it, so the steps
+    /// before it commit first and the next claim makes the call.
+    pub async fn webhook_later(&self, tx: &mut Tx, step: &Step) -> StoreResult<Flow> {
+        let (execution, now) = (self.state.id, self.now);
+        let running = ExecutionStatus::Running;
+        wf_run::move_to(tx, execution, step.id, running, None, &self.context, now).await?;
+        let p = payload(execution, step.id);
+        if !jobs::reschedule(tx, self.job.id, self.job.lease_token, now, &p, now).await? {
+            return Err(lease_lost());
+        }
+        Ok(Flow::Stop(Settle::Settled))
+    }
+
+    /// Records a WEBHOOK call: a 2xx answer moves on; no answer or another status is retried
+    /// while attempts remain, then FAILED; a refused target FAILED at once.
+    pub async fn webhook_answered(
+        &mut self,
+        tx: &mut Tx,
+        step: &Step,
+        outcome: CallOutcome,
+    ) -> StoreResult<Flow> {
+        let (output, error, retry) = match outcome {
+            CallOutcome::Answered { status, body } => {
+                let out = json!({"status": status, "response": body});
+                if (200..300).contains(&status) {
+                    self.history(tx, step, "COMPLETED", Some(out)).await?;
+                    return Ok(Flow::Next(None));
+                }
+                (out, format!("the webhook answered {status}"), true)
+            }
+            CallOutcome::Failed(why) => (json!({"error": why}), why, true),
+            CallOutcome::Refused(why) => (json!({"error": why}), why, false),
+        };
+        self.history(tx, step, "FAILED", Some(output)).await?;
+        if retry && self.job.attempts < self.job.max_attempts {
+            let at = self.now + super::backoff_ms(self.job);
+            if !jobs::retry(tx, self.job.id, self.job.lease_token, at, &error, self.now).await? {
+                return Err(lease_lost());
+            }
+            return Ok(Flow::Stop(Settle::Settled));
+        }
+        Ok(Flow::End(ExecutionStatus::Failed, Some(error)))
+    }
+
+    fn webhook_request(&self, step: &Step, contact: Option<&Contact>) -> WebhookRequest {
+        let empty = serde_json::Map::new();
+        let data = contact.map_or(&empty, |c| &c.data);
+        let email = contact.map_or("", |c| c.email.as_str());
+        let pages = self
+            .engine
+            .links
+            .page_urls(self.state.project_id, self.contact_id, None);
+        let mut vars = render_vars(self.contact_id, email, data, pages);
+        vars.insert("event".into(), self.context.clone());
+        let default_body = json!({
+            "workflowId": self.state.workflow_id,
+            "executionId": self.state.id,
+            "stepId": step.id,
+            "contact": {"id": self.contact_id, "email": email, "data": data},
+            "event": self.context,
+        });
+        let delivery = format!("{}:{}", self.state.id, step.id);
+        WebhookRequest::render(&step.config, &vars, &default_body, delivery)
+    }
+}
+
+/// The message of a SEND_EMAIL step's template, or why it cannot be sent (the template was
+/// deleted, has no sender, or its sender's domain is not verified).
+async fn message_spec(
+    engine: &Engine,
+    project_id: Uuid,
+    template_id: Uuid,
+) -> StoreResult<Result<Arc<MessageSpec>, String>> {
+    let Some(template) = engine.store.template(project_id, template_id).await? else {
+        return Ok(Err("the template was deleted".into()));
+    };
+    let merged = match merge_with_template(SendOverrides::default(), Some(&template)) {
+        Ok(m) => m,
+        Err(missing) => {
+            let fields: Vec<&str> = missing.iter().map(|m| m.field).collect();
+            return Ok(Err(format!("the template has no {}", fields.join(", "))));
+        }
+    };
+    match engine
+        .require_verified_sender(project_id, &merged.from)
+        .await
+    {
+        Ok(_) => {}
+        Err(crate::domains::SenderDomainError::NotVerified { domain }) => {
+            return Ok(Err(format!("the sender domain {domain} is not verified")));
+        }
+        Err(crate::domains::SenderDomainError::Store(e)) => return Err(e),
+    }
+    Ok(Ok(Arc::new(MessageSpec::workflow(
+        project_id,
+        &merged,
+        &engine.links,
+    ))))
+}
