@@ -24,16 +24,25 @@ pub(crate) async fn with_heartbeat<T>(
     job: &Job,
     work: impl Future<Output = T>,
 ) -> T {
+    with_heartbeats(engine, vec![(job.id, job.lease_token)], work).await
+}
+
+/// [`with_heartbeat`] for several jobs held at once (one statement per renewal).
+pub(crate) async fn with_heartbeats<T>(
+    engine: &Engine,
+    held: Vec<(Uuid, Uuid)>,
+    work: impl Future<Output = T>,
+) -> T {
     let (stop, stopped) = watch::channel(false);
-    let beat = tokio::spawn(heartbeat(engine.clone(), job.id, job.lease_token, stopped));
+    let beat = tokio::spawn(heartbeat(engine.clone(), held, stopped));
     let out = work.await;
     let _ = stop.send(true);
     let _ = beat.await;
     out
 }
 
-/// Renews the job's lease every third of the lease until told to stop or the lease is lost.
-async fn heartbeat(engine: Engine, id: Uuid, token: Uuid, mut stop: watch::Receiver<bool>) {
+/// Renews the jobs' leases every third of the lease until told to stop or every lease is lost.
+async fn heartbeat(engine: Engine, mut held: Vec<(Uuid, Uuid)>, mut stop: watch::Receiver<bool>) {
     let lease = lease_ms(&engine);
     let every = Duration::from_millis(u64::try_from(lease / 3).unwrap_or(1000).max(50));
     loop {
@@ -42,12 +51,12 @@ async fn heartbeat(engine: Engine, id: Uuid, token: Uuid, mut stop: watch::Recei
         }
         match engine
             .store
-            .extend_leases(&[(id, token)], engine.now() + lease)
+            .extend_leases(&held, engine.now() + lease)
             .await
         {
             Ok(kept) if kept.is_empty() => return,
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, job = %id, "extending a job lease failed"),
+            Ok(kept) => held.retain(|(id, _)| kept.contains(id)),
+            Err(e) => tracing::warn!(error = %e, jobs = held.len(), "extending job leases failed"),
         }
     }
 }

@@ -109,48 +109,54 @@ impl Engine {
         if caches.sent {
             self.wake.notify_one();
         }
-        let mut set = tokio::task::JoinSet::new();
-        for (job, call) in calls {
-            let engine = self.clone();
-            set.spawn(async move { engine.finish_call(job, *call).await });
+        if !calls.is_empty() {
+            self.make_calls(calls).await?;
         }
-        while set.join_next().await.is_some() {}
         Ok(claimed.len())
     }
 
-    /// Makes a WEBHOOK call (the job's lease kept alive meanwhile), then records it and runs on.
-    async fn finish_call(&self, job: Job, call: PendingCall) {
-        let outcome = crate::job_lease::with_heartbeat(
-            self,
-            &job,
-            self.call_webhook(call.project_id, &call.request),
-        )
-        .await;
-        let result: StoreResult<()> = async {
-            let mut caches = Caches::default();
-            let mut tx = self.store.begin().await?;
-            if !jobs::hold(&mut tx, job.id, job.lease_token, self.now()).await? {
-                return Ok(());
+    /// Makes a batch's WEBHOOK calls at once (their jobs' leases kept alive meanwhile), then
+    /// records them and runs each execution on, in one transaction.
+    async fn make_calls(&self, calls: Vec<(Job, Box<PendingCall>)>) -> StoreResult<()> {
+        let held = calls.iter().map(|(j, _)| (j.id, j.lease_token)).collect();
+        let mut set = tokio::task::JoinSet::new();
+        for (i, (_, call)) in calls.iter().enumerate() {
+            let (engine, project_id, request) =
+                (self.clone(), call.project_id, call.request.clone());
+            set.spawn(async move { (i, engine.call_webhook(project_id, &request).await) });
+        }
+        let outcomes = crate::job_lease::with_heartbeats(self, held, async {
+            let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
+            while let Some(done) = set.join_next().await {
+                if let Ok((i, outcome)) = done {
+                    outcomes[i] = Some(outcome);
+                }
             }
+            outcomes
+        })
+        .await;
+        let mut caches = Caches::default();
+        let mut tx = self.store.begin().await?;
+        let mut done = Vec::new();
+        let mut failed = Vec::new();
+        for ((job, _), outcome) in calls.iter().zip(outcomes) {
+            let outcome =
+                outcome.unwrap_or_else(|| CallOutcome::Failed("the call was interrupted".into()));
             tx.savepoint("wf_call").await?;
-            match self
-                .advance(&mut tx, &job, Some(outcome), &mut caches)
-                .await
-            {
+            if !jobs::hold(&mut tx, job.id, job.lease_token, self.now()).await? {
+                tx.rollback_to_savepoint("wf_call").await?;
+                continue;
+            }
+            match self.advance(&mut tx, job, Some(outcome), &mut caches).await {
                 Ok(settle) => {
                     tx.release_savepoint("wf_call").await?;
                     match settle {
-                        Settle::Complete => {
-                            if !jobs::complete(&mut tx, job.id, job.lease_token).await? {
-                                return Ok(());
-                            }
-                        }
+                        Settle::Complete => done.push((job.id, job.lease_token)),
                         Settle::Settled => {}
-                        // The call was just made: a second one at once is impossible (the
-                        // outcome is consumed by the WEBHOOK step); defensive: run it later.
+                        // The outcome is consumed by the WEBHOOK step the job is at, so a
+                        // second call cannot be due at once; defensive: make it later.
                         Settle::Webhook(_) => {
-                            let payload = job.payload.0.clone();
-                            let now = self.now();
+                            let (payload, now) = (job.payload.0.clone(), self.now());
                             jobs::reschedule(&mut tx, job.id, job.lease_token, now, &payload, now)
                                 .await?;
                         }
@@ -158,19 +164,21 @@ impl Engine {
                 }
                 Err(e) => {
                     tx.rollback_to_savepoint("wf_call").await?;
-                    settle_error(self, &mut tx, &job, &e.to_string()).await?;
+                    failed.push((job, e.to_string()));
                 }
             }
-            tx.commit().await?;
-            if caches.sent {
-                self.wake.notify_one();
-            }
-            Ok(())
         }
-        .await;
-        if let Err(e) = result {
-            tracing::error!(error = %e, job = %job.id, "recording a webhook call failed");
+        if jobs::complete_many(&mut tx, &done).await?.len() != done.len() {
+            return Ok(());
         }
+        for (job, error) in failed {
+            settle_error(self, &mut tx, job, &error).await?;
+        }
+        tx.commit().await?;
+        if caches.sent {
+            self.wake.notify_one();
+        }
+        Ok(())
     }
 
     /// Runs the job's execution from its step until it waits, calls out or ends.

@@ -54,5 +54,6 @@ mod track_crash;
 mod tracking;
 mod uploads;
 mod verify;
+mod workflow_crash;
 mod workflow_runs;
 mod workflows;

@@ -40,7 +40,7 @@ pub async fn workflow(app: &TestApp, key: &str, event: &str, reentry: bool) -> S
     w["id"].as_str().unwrap().to_owned()
 }
 
-fn trigger_of(w: &Value) -> String {
+pub fn trigger_of(w: &Value) -> String {
     w["steps"][0]["id"].as_str().unwrap().to_owned()
 }
 
@@ -87,7 +87,7 @@ pub async fn enable(app: &TestApp, key: &str, wf: &str) -> Value {
     .await
 }
 
-async fn track(app: &TestApp, key: &str, email: &str, event: &str, data: Value) -> String {
+pub async fn track(app: &TestApp, key: &str, email: &str, event: &str, data: Value) -> String {
     let t = expect_json(
         app.post(
             "/v1/track",
@@ -161,7 +161,7 @@ fn step_statuses(e: &Value) -> Vec<String> {
         .collect()
 }
 
-async fn template(app: &TestApp, key: &str, kind: &str, subject: &str) -> String {
+pub async fn template(app: &TestApp, key: &str, kind: &str, subject: &str) -> String {
     let t = expect_json(
         app.post(
             "/templates",
@@ -470,14 +470,14 @@ async fn system_events_trigger_workflows(engine: Engine) {
     assert_eq!(e["context"], json!({"subscribed": false}));
 }
 
-/// A loopback HTTP server: answers by path (`/ok` 200, `/fail` 500, `/slow` after 3 s) and
-/// keeps every request it read.
-struct Receiver {
-    port: u16,
-    requests: Arc<Mutex<Vec<String>>>,
+/// A loopback HTTP server: answers by path (`/ok` 200, `/fail` 500, `/slow` after 3 s, `/wait`
+/// after 1 s) and keeps every request it read.
+pub struct Receiver {
+    pub port: u16,
+    pub requests: Arc<Mutex<Vec<String>>>,
 }
 
-async fn receiver() -> Receiver {
+pub async fn receiver() -> Receiver {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let requests: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -521,6 +521,9 @@ async fn receiver() -> Receiver {
                     "500 Internal Server Error"
                 } else if text.contains(" /slow") {
                     tokio::time::sleep(Duration::from_secs(3)).await;
+                    "200 OK"
+                } else if text.contains(" /wait") {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
                     "200 OK"
                 } else {
                     "200 OK"
