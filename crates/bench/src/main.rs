@@ -44,6 +44,7 @@ mod send;
 mod server;
 mod signing;
 mod track;
+mod workflows;
 
 use anyhow::{Context, bail, ensure};
 
@@ -66,7 +67,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
     let bench = match args.next().as_deref() {
         Some(
             b @ ("contacts" | "send" | "memory" | "track" | "segments" | "campaign" | "import"
-            | "analytics"),
+            | "analytics" | "workflows"),
         ) => b.to_owned(),
         Some("-h" | "--help") | None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
@@ -76,6 +77,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
             "send" | "track" => 20_000,
             "memory" => 2_000,
             "segments" | "campaign" => 1_000_000,
+            "workflows" => 100_000,
             _ => 100_000,
         },
         concurrency: if bench == "memory" { 16 } else { 32 },
@@ -152,6 +154,7 @@ async fn main() -> anyhow::Result<()> {
             .await
         }
         "import" => imports::import(&opts).await,
+        "workflows" => workflows::run(opts.count).await,
         "analytics" => imports::analytics(&opts).await,
         _ => contacts::contacts(&opts).await,
     }

@@ -1,12 +1,14 @@
 //! `event.dispatch` jobs: an event starts the enabled workflows it triggers and resumes the
 //! contact's executions waiting for it; manual starts (`POST /workflows/:id/executions`).
 
+use std::collections::{HashMap, HashSet};
+
 use herald_core::ids::Uuid;
 use herald_core::workflow::{Branch, ExecutionStatus};
 use herald_store::jobs::{self, Job};
 use herald_store::workflows::executions::Execution;
 use herald_store::workflows::run::{
-    self as wf_run, DispatchedEvent, EVENT_JOB, NotStarted, Waiter,
+    self as wf_run, DispatchedEvent, EVENT_JOB, NotStarted, Triggered, Waiter,
 };
 use herald_store::{StoreError, StoreResult, Tx};
 use serde_json::{Value, json};
@@ -41,17 +43,34 @@ impl Engine {
         if claimed.is_empty() {
             return Ok(0);
         }
+        // All in one transaction without savepoints first; if one fails, again with a
+        // savepoint per job so the failure is handled alone.
+        if !self.dispatch_batch(&claimed, false).await? {
+            self.dispatch_batch(&claimed, true).await?;
+        }
+        Ok(claimed.len())
+    }
+
+    /// Applies claimed dispatch jobs in one transaction; false (nothing written) when a job
+    /// failed without `isolate`.
+    async fn dispatch_batch(&self, claimed: &[Job], isolate: bool) -> StoreResult<bool> {
         let now = self.now();
         let mut tx = self.store.begin().await?;
         let mut done = Vec::with_capacity(claimed.len());
         let mut failed = Vec::new();
-        for job in &claimed {
-            tx.savepoint("wf_dispatch").await?;
-            match dispatch_one(&mut tx, job, now).await {
+        let mut reads = Reads::default();
+        for job in claimed {
+            if isolate {
+                tx.savepoint("wf_dispatch").await?;
+            }
+            match dispatch_one(&mut tx, job, &mut reads, now).await {
                 Ok(()) => {
-                    tx.release_savepoint("wf_dispatch").await?;
+                    if isolate {
+                        tx.release_savepoint("wf_dispatch").await?;
+                    }
                     done.push((job.id, job.lease_token));
                 }
+                Err(_) if !isolate => return Ok(false),
                 Err(e) => {
                     tx.rollback_to_savepoint("wf_dispatch").await?;
                     failed.push((job, e.to_string()));
@@ -60,7 +79,7 @@ impl Engine {
         }
         if jobs::complete_many(&mut tx, &done).await?.len() != done.len() {
             // A lease was taken over meanwhile: change nothing; the holders redo the work.
-            return Ok(claimed.len());
+            return Ok(true);
         }
         for (job, error) in failed {
             tracing::warn!(job = %job.id, %error, "an event dispatch failed");
@@ -72,7 +91,7 @@ impl Engine {
             }
         }
         tx.commit().await?;
-        Ok(claimed.len())
+        Ok(true)
     }
 
     /// Starts an execution by hand, with `context` as its event data.
@@ -110,9 +129,16 @@ impl Engine {
     }
 }
 
+/// What a batch of dispatches reads once per project (and event name).
+#[derive(Default)]
+struct Reads {
+    waited: HashMap<Uuid, HashSet<String>>,
+    triggered: HashMap<(Uuid, String), Vec<Triggered>>,
+}
+
 /// Applies one event: resumes the contact's waiting executions, then starts the workflows it
 /// triggers. Nothing when the event (or its contact) is gone.
-async fn dispatch_one(tx: &mut Tx, job: &Job, now: i64) -> StoreResult<()> {
+async fn dispatch_one(tx: &mut Tx, job: &Job, reads: &mut Reads, now: i64) -> StoreResult<()> {
     let Some(event_id) = payload_id(job, "eventId") else {
         return Ok(());
     };
@@ -122,10 +148,26 @@ async fn dispatch_one(tx: &mut Tx, job: &Job, now: i64) -> StoreResult<()> {
     let Some(contact_id) = event.contact_id else {
         return Ok(());
     };
-    for waiter in wf_run::waiting_for(tx, event.project_id, contact_id, &event.name).await? {
-        resume(tx, &event, &waiter, now).await?;
+    let project = event.project_id;
+    if !reads.waited.contains_key(&project) {
+        let names = wf_run::waited_names(tx, project).await?;
+        reads.waited.insert(project, names);
     }
-    for w in wf_run::triggered_by(tx, event.project_id, &event.name).await? {
+    if reads
+        .waited
+        .get(&project)
+        .is_some_and(|n| n.contains(&event.name))
+    {
+        for waiter in wf_run::waiting_for(tx, project, contact_id, &event.name).await? {
+            resume(tx, &event, &waiter, now).await?;
+        }
+    }
+    let key = (project, event.name.clone());
+    if !reads.triggered.contains_key(&key) {
+        let found = wf_run::triggered_by(tx, project, &event.name).await?;
+        reads.triggered.insert(key.clone(), found);
+    }
+    for w in reads.triggered.get(&key).into_iter().flatten() {
         let context = event.data.0.clone();
         // An execution already active, or a contact that entered a once-only workflow, is
         // not started again: that is the rule, not a failure.

@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use herald_core::ids::Uuid;
 use herald_core::workflow::{Branch, ExecutionStatus, StepType};
+use herald_store::contacts::Contact;
 use herald_store::jobs::{self, Job};
 use herald_store::workflows::Workflow;
-use herald_store::workflows::run::{self as wf_run, RUN_JOB, RunState};
+use herald_store::workflows::run::{self as wf_run, HistoryRow, RUN_JOB, RunState};
 use herald_store::{StoreError, StoreResult, Tx};
 use serde_json::{Value, json};
 
@@ -41,16 +42,83 @@ pub(super) struct PendingCall {
     pub request: WebhookRequest,
 }
 
-/// What one batch reads once.
+/// What one batch reads once, and the history rows it writes at its end.
 #[derive(Default)]
 pub(super) struct Caches {
     workflows: HashMap<Uuid, Option<Arc<Workflow>>>,
     pub specs: SpecCache,
+    /// Per project: whether it caps workflow mail (then each send checks the cap).
+    caps: HashMap<Uuid, bool>,
     /// A message was queued: wake the sender after the commit.
     pub sent: bool,
+    pub history: Vec<HistoryRow>,
+    /// Prefetched with the batch: executions (taken once used), contacts with their project
+    /// (dropped when a step changes one), and suppressed addresses per project.
+    states: HashMap<Uuid, RunState>,
+    pub contacts: HashMap<Uuid, (Uuid, Contact)>,
+    pub suppressed: HashMap<(Uuid, String), Option<String>>,
+    /// Workflow mail of uncapped projects, counted at the batch's end.
+    pub counted: HashMap<Uuid, i64>,
 }
 
 impl Caches {
+    pub(super) async fn workflow_cap(
+        &mut self,
+        engine: &Engine,
+        project: Uuid,
+    ) -> StoreResult<bool> {
+        if let Some(c) = self.caps.get(&project) {
+            return Ok(*c);
+        }
+        let capped = engine
+            .store
+            .billing_limits(project)
+            .await?
+            .workflows
+            .is_some();
+        self.caps.insert(project, capped);
+        Ok(capped)
+    }
+
+    /// Reads what the claimed jobs' runs need, a statement per kind for the whole batch.
+    async fn prefetch(&mut self, tx: &mut Tx, claimed: &[Job]) -> StoreResult<()> {
+        let ids: Vec<Uuid> = claimed
+            .iter()
+            .filter_map(|j| payload_id(j, "executionId"))
+            .collect();
+        for state in wf_run::run_states(tx, &ids).await? {
+            self.states.insert(state.id, state);
+        }
+        let contact_ids: Vec<Uuid> = self.states.values().filter_map(|s| s.contact_id).collect();
+        let mut emails: HashMap<Uuid, Vec<String>> = HashMap::new();
+        for (project, c) in wf_run::contacts_now(tx, &contact_ids).await? {
+            emails.entry(project).or_default().push(c.email.clone());
+            self.contacts.insert(c.id, (project, c));
+        }
+        for (project, list) in emails {
+            let refs: Vec<&str> = list.iter().map(String::as_str).collect();
+            let on_list = herald_store::suppressions::suppressed_among(tx, project, &refs).await?;
+            for e in list {
+                self.suppressed.insert((project, e), None);
+            }
+            for (e, reason) in on_list {
+                self.suppressed.insert((project, e), Some(reason));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered history rows and the deferred mail counts.
+    async fn flush(&mut self, tx: &mut Tx, now: i64) -> StoreResult<()> {
+        wf_run::record_steps(tx, &self.history).await?;
+        self.history.clear();
+        for (project, n) in self.counted.drain() {
+            let category = herald_core::billing::Category::Workflows;
+            herald_store::billing::count(tx, project, category, n, now).await?;
+        }
+        Ok(())
+    }
+
     async fn workflow(
         &mut self,
         engine: &Engine,
@@ -77,42 +145,73 @@ impl Engine {
         if claimed.is_empty() {
             return Ok(0);
         }
-        let mut caches = Caches::default();
-        let mut tx = self.store.begin().await?;
-        let mut done = Vec::new();
-        let mut calls = Vec::new();
-        let mut failed = Vec::new();
-        for job in &claimed {
-            tx.savepoint("wf_run").await?;
-            match self.advance(&mut tx, job, None, &mut caches).await {
-                Ok(settle) => {
-                    tx.release_savepoint("wf_run").await?;
-                    match settle {
-                        Settle::Complete => done.push((job.id, job.lease_token)),
-                        Settle::Settled => {}
-                        Settle::Webhook(call) => calls.push((job.clone(), call)),
-                    }
-                }
-                Err(e) => {
-                    tx.rollback_to_savepoint("wf_run").await?;
-                    failed.push((job, e.to_string()));
-                }
-            }
+        // First all jobs in one transaction without savepoints; if one fails, the batch is
+        // redone with a savepoint per job so the failure is handled alone.
+        let mut outcome = self.run_batch(&claimed, false).await?;
+        if outcome.is_none() {
+            outcome = self.run_batch(&claimed, true).await?;
         }
-        if jobs::complete_many(&mut tx, &done).await?.len() != done.len() {
+        let Some((calls, sent)) = outcome else {
             return Ok(claimed.len());
-        }
-        for (job, error) in failed {
-            settle_error(self, &mut tx, job, &error).await?;
-        }
-        tx.commit().await?;
-        if caches.sent {
+        };
+        if sent {
             self.wake.notify_one();
         }
         if !calls.is_empty() {
             self.make_calls(calls).await?;
         }
         Ok(claimed.len())
+    }
+
+    /// Runs claimed jobs in one transaction. Without `isolate`, the first failing job makes
+    /// it answer `None` (nothing written); with it, each job runs under a savepoint and a
+    /// failure is settled alone. Returns the WEBHOOK calls due and whether mail was queued
+    /// (`Some((vec![], false))` too when a lease was lost and nothing was written).
+    async fn run_batch(
+        &self,
+        claimed: &[Job],
+        isolate: bool,
+    ) -> StoreResult<Option<(Vec<(Job, Box<PendingCall>)>, bool)>> {
+        let mut caches = Caches::default();
+        let mut tx = self.store.begin().await?;
+        caches.prefetch(&mut tx, claimed).await?;
+        let mut done = Vec::new();
+        let mut calls = Vec::new();
+        let mut failed = Vec::new();
+        for job in claimed {
+            if isolate {
+                tx.savepoint("wf_run").await?;
+            }
+            let mark = (caches.history.len(), caches.counted.clone());
+            match self.advance(&mut tx, job, None, &mut caches).await {
+                Ok(settle) => {
+                    if isolate {
+                        tx.release_savepoint("wf_run").await?;
+                    }
+                    match settle {
+                        Settle::Complete => done.push((job.id, job.lease_token)),
+                        Settle::Settled => {}
+                        Settle::Webhook(call) => calls.push((job.clone(), call)),
+                    }
+                }
+                Err(_) if !isolate => return Ok(None),
+                Err(e) => {
+                    tx.rollback_to_savepoint("wf_run").await?;
+                    caches.history.truncate(mark.0);
+                    caches.counted = mark.1;
+                    failed.push((job, e.to_string()));
+                }
+            }
+        }
+        if jobs::complete_many(&mut tx, &done).await?.len() != done.len() {
+            return Ok(Some((Vec::new(), false)));
+        }
+        for (job, error) in failed {
+            settle_error(self, &mut tx, job, &error).await?;
+        }
+        caches.flush(&mut tx, self.now()).await?;
+        tx.commit().await?;
+        Ok(Some((calls, caches.sent)))
     }
 
     /// Makes a batch's WEBHOOK calls at once (their jobs' leases kept alive meanwhile), then
@@ -143,6 +242,7 @@ impl Engine {
             let outcome =
                 outcome.unwrap_or_else(|| CallOutcome::Failed("the call was interrupted".into()));
             tx.savepoint("wf_call").await?;
+            let mark = (caches.history.len(), caches.counted.clone());
             if !jobs::hold(&mut tx, job.id, job.lease_token, self.now()).await? {
                 tx.rollback_to_savepoint("wf_call").await?;
                 continue;
@@ -164,6 +264,8 @@ impl Engine {
                 }
                 Err(e) => {
                     tx.rollback_to_savepoint("wf_call").await?;
+                    caches.history.truncate(mark.0);
+                    caches.counted = mark.1;
                     failed.push((job, e.to_string()));
                 }
             }
@@ -174,6 +276,7 @@ impl Engine {
         for (job, error) in failed {
             settle_error(self, &mut tx, job, &error).await?;
         }
+        caches.flush(&mut tx, self.now()).await?;
         tx.commit().await?;
         if caches.sent {
             self.wake.notify_one();
@@ -194,7 +297,11 @@ impl Engine {
         else {
             return Ok(Settle::Complete);
         };
-        let Some(state) = wf_run::run_state(tx, execution_id).await? else {
+        let state = match caches.states.remove(&execution_id) {
+            Some(s) => Some(s),
+            None => wf_run::run_state(tx, execution_id).await?,
+        };
+        let Some(state) = state else {
             return Ok(Settle::Complete);
         };
         if !state.status.is_active() || state.current_step_id != Some(step_id) {
@@ -220,6 +327,7 @@ impl Engine {
         };
         let mut run = StepRun {
             engine: self,
+            caches,
             job,
             state: &state,
             contact_id,
@@ -243,7 +351,7 @@ impl Engine {
                     None => run.webhook_later(tx, step).await?,
                 }
             } else {
-                run.step(tx, step, caches).await?
+                run.step(tx, step).await?
             };
             match flow {
                 Flow::Next(branch) => match next_of(&workflow, current, branch) {

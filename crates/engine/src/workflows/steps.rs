@@ -38,6 +38,8 @@ pub(super) type SpecCache = HashMap<Uuid, Result<Arc<MessageSpec>, String>>;
 /// One execution's run inside a batch.
 pub(super) struct StepRun<'a> {
     pub engine: &'a Engine,
+    /// The batch's reads and its buffered history rows.
+    pub caches: &'a mut Caches,
     pub job: &'a Job,
     pub state: &'a RunState,
     pub contact_id: Uuid,
@@ -47,34 +49,30 @@ pub(super) struct StepRun<'a> {
 }
 
 impl StepRun<'_> {
-    async fn history(
-        &self,
-        tx: &mut Tx,
-        step: &Step,
-        status: &str,
-        output: Option<Value>,
-    ) -> StoreResult<()> {
+    /// Buffers a history row (written with the batch's others before it commits).
+    fn history(&mut self, step: &Step, status: &'static str, output: Option<Value>) {
         let open = status == "WAITING";
-        let row = HistoryRow {
+        self.caches.history.push(HistoryRow {
             execution_id: self.state.id,
             step_id: step.id,
             status,
             output,
             started_at: self.now,
             completed_at: (!open).then_some(self.now),
-        };
-        wf_run::record_step(tx, row).await
+        });
     }
 
     /// Records a step that cannot run and ends the execution FAILED.
-    async fn fail(&self, tx: &mut Tx, step: &Step, why: String) -> StoreResult<Flow> {
-        self.history(tx, step, "FAILED", Some(json!({"error": why})))
-            .await?;
+    async fn fail(&mut self, _tx: &mut Tx, step: &Step, why: String) -> StoreResult<Flow> {
+        self.history(step, "FAILED", Some(json!({"error": why})));
         Ok(Flow::End(ExecutionStatus::Failed, Some(why)))
     }
 
     async fn contact(&self, tx: &mut Tx) -> StoreResult<Option<Contact>> {
-        wf_run::contact_now(tx, self.state.project_id, self.contact_id).await
+        match self.caches.contacts.get(&self.contact_id) {
+            Some((project, c)) if *project == self.state.project_id => Ok(Some(c.clone())),
+            _ => wf_run::contact_now(tx, self.state.project_id, self.contact_id).await,
+        }
     }
 
     /// Parks the execution at `step` and its job until `at` (payload: that step).
@@ -106,24 +104,18 @@ impl StepRun<'_> {
     }
 
     /// Runs a step that is not a WEBHOOK.
-    pub async fn step(
-        &mut self,
-        tx: &mut Tx,
-        step: &Step,
-        caches: &mut Caches,
-    ) -> StoreResult<Flow> {
+    pub async fn step(&mut self, tx: &mut Tx, step: &Step) -> StoreResult<Flow> {
         let config = &step.config;
         match step.step_type {
             StepType::Trigger => {
-                self.history(tx, step, "COMPLETED", None).await?;
+                self.history(step, "COMPLETED", None);
                 Ok(Flow::Next(None))
             }
-            StepType::SendEmail => self.send_email(tx, step, caches).await,
+            StepType::SendEmail => self.send_email(tx, step).await,
             StepType::Delay => match delay_ms(config) {
                 Ok(ms) => {
                     let at = self.now.saturating_add(ms);
-                    self.history(tx, step, "WAITING", Some(json!({"until": at})))
-                        .await?;
+                    self.history(step, "WAITING", Some(json!({"until": at})));
                     self.park(tx, step, ExecutionStatus::Waiting, Some(at))
                         .await?;
                     Ok(Flow::Stop(Settle::Settled))
@@ -134,7 +126,7 @@ impl StepRun<'_> {
                 Ok((name, timeout)) => {
                     let at = timeout.map(|t| self.now.saturating_add(t));
                     let output = json!({"eventName": name, "timeoutAt": at});
-                    self.history(tx, step, "WAITING", Some(output)).await?;
+                    self.history(step, "WAITING", Some(output));
                     self.park(tx, step, ExecutionStatus::Waiting, at).await?;
                     Ok(Flow::Stop(Settle::Settled))
                 }
@@ -154,8 +146,7 @@ impl StepRun<'_> {
                 };
                 match condition_holds(config, &input, self.now) {
                     Ok(holds) => {
-                        self.history(tx, step, "COMPLETED", Some(json!({"result": holds})))
-                            .await?;
+                        self.history(step, "COMPLETED", Some(json!({"result": holds})));
                         Ok(Flow::Next(Some(if holds {
                             Branch::Yes
                         } else {
@@ -171,7 +162,7 @@ impl StepRun<'_> {
                     .get("reason")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
-                self.history(tx, step, "COMPLETED", None).await?;
+                self.history(step, "COMPLETED", None);
                 Ok(Flow::End(ExecutionStatus::Exited, reason))
             }
             StepType::Webhook => Err(StoreError::Other(anyhow::anyhow!(
@@ -199,12 +190,7 @@ impl StepRun<'_> {
         }
     }
 
-    async fn send_email(
-        &mut self,
-        tx: &mut Tx,
-        step: &Step,
-        caches: &mut Caches,
-    ) -> StoreResult<Flow> {
+    async fn send_email(&mut self, tx: &mut Tx, step: &Step) -> StoreResult<Flow> {
         let project_id = self.state.project_id;
         let template_id = step
             .config
@@ -216,11 +202,11 @@ impl StepRun<'_> {
                 .fail(tx, step, "the step names no template".into())
                 .await;
         };
-        let spec = match caches.specs.get(&template_id) {
+        let spec = match self.caches.specs.get(&template_id) {
             Some(s) => s.clone(),
             None => {
                 let s = message_spec(self.engine, project_id, template_id).await?;
-                caches.specs.insert(template_id, s.clone());
+                self.caches.specs.insert(template_id, s.clone());
                 s
             }
         };
@@ -228,7 +214,8 @@ impl StepRun<'_> {
             Ok(s) => s,
             Err(why) => return self.fail(tx, step, why).await,
         };
-        if !billing::allows(tx, project_id, Category::Workflows, 1, self.now).await? {
+        let capped = self.caches.workflow_cap(self.engine, project_id).await?;
+        if capped && !billing::allows(tx, project_id, Category::Workflows, 1, self.now).await? {
             let why = "the project's monthly workflows limit is reached".to_owned();
             return self.fail(tx, step, why).await;
         }
@@ -237,10 +224,14 @@ impl StepRun<'_> {
                 .fail(tx, step, "the contact no longer exists".into())
                 .await;
         };
-        let suppressed = suppressions::suppressed_among(tx, project_id, &[contact.email.as_str()])
-            .await?
-            .pop()
-            .map(|(_, reason)| reason);
+        let key = (project_id, contact.email.clone());
+        let suppressed = match self.caches.suppressed.get(&key) {
+            Some(known) => known.clone(),
+            None => suppressions::suppressed_among(tx, project_id, &[contact.email.as_str()])
+                .await?
+                .pop()
+                .map(|(_, reason)| reason),
+        };
         let mut staged = Staged::default();
         let accepted = spec.stage_one(
             &mut staged,
@@ -259,11 +250,15 @@ impl StepRun<'_> {
         let output = json!({"messageId": accepted.message_id, "templateId": template_id,
             "skipped": accepted.skipped});
         if accepted.skipped.is_some() {
-            self.history(tx, step, "SKIPPED", Some(output)).await?;
+            self.history(step, "SKIPPED", Some(output));
         } else {
-            billing::count(tx, project_id, Category::Workflows, 1, self.now).await?;
-            caches.sent = true;
-            self.history(tx, step, "COMPLETED", Some(output)).await?;
+            if capped {
+                billing::count(tx, project_id, Category::Workflows, 1, self.now).await?;
+            } else {
+                *self.caches.counted.entry(project_id).or_default() += 1;
+            }
+            self.caches.sent = true;
+            self.history(step, "COMPLETED", Some(output));
         }
         Ok(Flow::Next(None))
     }
@@ -285,10 +280,11 @@ impl StepRun<'_> {
             now: self.now,
             cause: Default::default(),
         };
+        self.caches.contacts.remove(&self.contact_id);
         match update_contact(tx, self.state.project_id, self.contact_id, &change).await {
             Ok(c) => {
                 let output = json!({"data": c.data, "subscribed": c.subscribed});
-                self.history(tx, step, "COMPLETED", Some(output)).await?;
+                self.history(step, "COMPLETED", Some(output));
                 Ok(Flow::Next(None))
             }
             Err(StoreError::NotFound) => {
@@ -334,7 +330,7 @@ impl StepRun<'_> {
             CallOutcome::Answered { status, body } => {
                 let out = json!({"status": status, "response": body});
                 if (200..300).contains(&status) {
-                    self.history(tx, step, "COMPLETED", Some(out)).await?;
+                    self.history(step, "COMPLETED", Some(out));
                     return Ok(Flow::Next(None));
                 }
                 (out, format!("the webhook answered {status}"), true)
@@ -342,7 +338,7 @@ impl StepRun<'_> {
             CallOutcome::Failed(why) => (json!({"error": why}), why, true),
             CallOutcome::Refused(why) => (json!({"error": why}), why, false),
         };
-        self.history(tx, step, "FAILED", Some(output)).await?;
+        self.history(step, "FAILED", Some(output));
         if retry && self.job.attempts < self.job.max_attempts {
             let at = self.now + super::backoff_ms(self.job);
             if !jobs::retry(tx, self.job.id, self.job.lease_token, at, &error, self.now).await? {

@@ -136,6 +136,27 @@ impl Store {
         rows.into_iter().map(Execution::try_from).collect()
     }
 
+    /// How many executions of the workflow have `status` (benchmarks, diagnostics).
+    pub async fn count_executions(
+        &self,
+        project_id: Uuid,
+        workflow_id: Uuid,
+        status: ExecutionStatus,
+    ) -> StoreResult<i64> {
+        let (n,): (i64,) = db_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT count(*) FROM workflow_executions WHERE project_id = $1 AND workflow_id = $2 \
+                 AND status = $3",
+            )
+            .bind(project_id)
+            .bind(workflow_id)
+            .bind(status.as_str())
+            .fetch_one(pool)
+            .await?
+        });
+        Ok(n)
+    }
+
     /// The project's WAITING executions, oldest first (`/activity/upcoming`).
     pub async fn waiting_executions(
         &self,

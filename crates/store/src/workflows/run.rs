@@ -62,6 +62,26 @@ pub async fn reacting_names(tx: &mut Tx, project_id: Uuid) -> StoreResult<HashSe
     Ok(rows.into_iter().filter_map(|(n,)| n).collect())
 }
 
+/// The event names WAIT_FOR_EVENT steps of the project's workflows wait for.
+pub async fn waited_names(tx: &mut Tx, project_id: Uuid) -> StoreResult<HashSet<String>> {
+    let q = sql(
+        tx.dialect(),
+        "SELECT DISTINCT json_extract(s.config, '$.eventName') FROM workflow_steps s \
+         JOIN workflows w ON w.id = s.workflow_id \
+         WHERE w.project_id = $1 AND s.type = 'WAIT_FOR_EVENT'",
+        "SELECT DISTINCT s.config->>'eventName' FROM workflow_steps s \
+         JOIN workflows w ON w.id = s.workflow_id \
+         WHERE w.project_id = $1 AND s.type = 'WAIT_FOR_EVENT'",
+    );
+    let rows: Vec<(Option<String>,)> = db_tx!(tx, |conn| {
+        sqlx::query_as(q)
+            .bind(project_id)
+            .fetch_all(&mut *conn)
+            .await?
+    });
+    Ok(rows.into_iter().filter_map(|(n,)| n).collect())
+}
+
 /// Queues a dispatch job for each of `events` (of one project) that a workflow reacts to.
 pub async fn enqueue_dispatch(
     tx: &mut Tx,
@@ -301,6 +321,65 @@ pub async fn run_state(tx: &mut Tx, execution_id: Uuid) -> StoreResult<Option<Ru
     }))
 }
 
+/// [`run_state`] of many executions in one statement (a batch's prefetch).
+pub async fn run_states(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<RunState>> {
+    let mut out = Vec::with_capacity(ids.len());
+    let lock = if tx.dialect() == crate::Dialect::Postgres {
+        " FOR UPDATE"
+    } else {
+        ""
+    };
+    for chunk in ids.chunks(200) {
+        let q = format!(
+            "SELECT id, project_id, workflow_id, contact_id, status, current_step_id, context \
+             FROM workflow_executions WHERE id IN ({}){lock}",
+            crate::messages::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
+        );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+        let rows: Vec<RunState> = db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.fetch_all(&mut *conn).await?
+        });
+        out.extend(rows);
+    }
+    Ok(out)
+}
+
+/// The contacts of many executions as they are now, with their project (no lock).
+pub async fn contacts_now(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<(Uuid, Contact)>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(200) {
+        let q = format!(
+            "SELECT project_id, {} FROM contacts WHERE id IN ({})",
+            crate::contacts::COLUMNS,
+            crate::messages::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
+        );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+        let rows: Vec<ProjectContact> = db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.fetch_all(&mut *conn).await?
+        });
+        out.extend(
+            rows.into_iter()
+                .map(|r| (r.project_id, Contact::from(r.contact))),
+        );
+    }
+    Ok(out)
+}
+
+#[derive(FromRow)]
+struct ProjectContact {
+    project_id: Uuid,
+    #[sqlx(flatten)]
+    contact: crate::contacts::ContactRow,
+}
+
 /// Moves an execution to `step` with `status` (RUNNING or WAITING, with `wake_at` while a
 /// timer runs) and its context.
 pub async fn move_to(
@@ -353,32 +432,41 @@ pub async fn finish(
 }
 
 /// A row of an execution's step history.
-pub struct HistoryRow<'a> {
+#[derive(Clone, Debug)]
+pub struct HistoryRow {
     pub execution_id: Uuid,
     pub step_id: Uuid,
-    /// COMPLETED, SKIPPED, FAILED, WAITING, TIMED_OUT, RESUMED.
-    pub status: &'a str,
+    /// COMPLETED, SKIPPED, FAILED, WAITING, TIMED_OUT.
+    pub status: &'static str,
     pub output: Option<Value>,
     pub started_at: Millis,
     pub completed_at: Option<Millis>,
 }
 
-pub async fn record_step(tx: &mut Tx, row: HistoryRow<'_>) -> StoreResult<()> {
-    db_tx!(tx, |conn| {
-        sqlx::query(
+/// Inserts history rows in multi-row statements (a batch's rows at once).
+pub async fn record_steps(tx: &mut Tx, rows: &[HistoryRow]) -> StoreResult<()> {
+    for chunk in rows.chunks(100) {
+        let q = format!(
             "INSERT INTO workflow_execution_steps (id, execution_id, step_id, status, output, \
-             started_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(new_id())
-        .bind(row.execution_id)
-        .bind(row.step_id)
-        .bind(row.status)
-        .bind(row.output.map(Json))
-        .bind(row.started_at)
-        .bind(row.completed_at)
-        .execute(&mut *conn)
-        .await?;
-    });
+             started_at, completed_at) VALUES {}",
+            crate::messages::value_rows(chunk.len(), 7, 1)
+        );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+        db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
+            for r in chunk {
+                query = query
+                    .bind(new_id())
+                    .bind(r.execution_id)
+                    .bind(r.step_id)
+                    .bind(r.status)
+                    .bind(r.output.clone().map(Json))
+                    .bind(r.started_at)
+                    .bind(r.completed_at);
+            }
+            query.execute(&mut *conn).await?;
+        });
+    }
     Ok(())
 }
 
