@@ -149,9 +149,8 @@ async fn dispatch_one(tx: &mut Tx, job: &Job, reads: &mut Reads, now: i64) -> St
         return Ok(());
     };
     let project = event.project_id;
-    if !reads.waited.contains_key(&project) {
-        let names = wf_run::waited_names(tx, project).await?;
-        reads.waited.insert(project, names);
+    if let std::collections::hash_map::Entry::Vacant(v) = reads.waited.entry(project) {
+        v.insert(wf_run::waited_names(tx, project).await?);
     }
     if reads
         .waited
@@ -171,8 +170,7 @@ async fn dispatch_one(tx: &mut Tx, job: &Job, reads: &mut Reads, now: i64) -> St
         let context = event.data.0.clone();
         // An execution already active, or a contact that entered a once-only workflow, is
         // not started again: that is the rule, not a failure.
-        let _ =
-            wf_run::start_execution(tx, event.project_id, &w, contact_id, &context, now).await?;
+        let _ = wf_run::start_execution(tx, project, w, contact_id, &context, now).await?;
     }
     Ok(())
 }
