@@ -168,7 +168,7 @@ pub(crate) struct CampaignMessage<'a> {
 }
 
 /// One recipient as staging sees it.
-pub(crate) struct StageRecipient<'a> {
+pub(crate) struct StageRecipient<'a, 'e> {
     pub contact_id: Uuid,
     pub email: String,
     pub name: Option<&'a str>,
@@ -178,7 +178,7 @@ pub(crate) struct StageRecipient<'a> {
     /// Why the address is on the project's suppression list, if it is.
     pub suppressed: Option<String>,
     /// The `event.*` variables of a workflow's message (the execution's context).
-    pub event: Option<&'a Value>,
+    pub event: Option<&'e Value>,
 }
 
 /// A [`SendPlan`] made ready for the batcher: templates parsed, attachments decoded and hashed.
@@ -394,7 +394,7 @@ impl MessageSpec {
     pub(crate) fn stage_one<'a>(
         &'a self,
         staged: &mut Staged<'a>,
-        r: StageRecipient<'a>,
+        r: StageRecipient<'a, '_>,
     ) -> Accepted {
         let id = new_id();
         let mut vars = render_vars(
@@ -478,6 +478,18 @@ pub(crate) struct Staged<'a> {
 }
 
 impl Staged<'_> {
+    /// How much is staged: a mark to [`Staged::truncate`] back to.
+    pub(crate) fn mark(&self) -> (usize, usize, usize) {
+        (self.messages.len(), self.refs.len(), self.jobs.len())
+    }
+
+    /// Drops what was staged after `mark` (a part of a batch that failed).
+    pub(crate) fn truncate(&mut self, mark: (usize, usize, usize)) {
+        self.messages.truncate(mark.0);
+        self.refs.truncate(mark.1);
+        self.jobs.truncate(mark.2);
+    }
+
     /// Inserts the staged messages, their attachment references and their send jobs.
     pub(crate) async fn flush(
         &self,

@@ -18,10 +18,11 @@ use herald_store::workflows::run::{self as wf_run, HistoryRow, RUN_JOB, RunState
 use herald_store::{StoreError, StoreResult, Tx};
 use serde_json::{Value, json};
 
-use super::steps::{Flow, SpecCache, StepRun};
+use super::steps::{Flow, Mail, SpecCache, StepRun, message_spec};
 use super::webhook::{CallOutcome, WebhookRequest};
 use super::{BATCH, backoff_ms, payload_id};
 use crate::Engine;
+use crate::send::accept::Staged;
 
 /// Steps one run may take before it must stop (graphs have no cycles; this bounds a corrupt one).
 const MAX_STEPS: usize = 256;
@@ -46,7 +47,6 @@ pub(super) struct PendingCall {
 #[derive(Default)]
 pub(super) struct Caches {
     workflows: HashMap<Uuid, Option<Arc<Workflow>>>,
-    pub specs: SpecCache,
     /// Per project: whether it caps workflow mail (then each send checks the cap).
     caps: HashMap<Uuid, bool>,
     /// A message was queued: wake the sender after the commit.
@@ -106,6 +106,35 @@ impl Caches {
             }
         }
         Ok(())
+    }
+
+    /// The message of every template a SEND_EMAIL step of the prefetched executions'
+    /// workflows sends.
+    async fn specs(&mut self, engine: &Engine) -> StoreResult<SpecCache> {
+        let owners: Vec<(Uuid, Uuid)> = self
+            .states
+            .values()
+            .map(|s| (s.project_id, s.workflow_id))
+            .collect();
+        let mut specs = SpecCache::new();
+        for (project, workflow) in owners {
+            let Some(w) = self.workflow(engine, project, workflow).await? else {
+                continue;
+            };
+            for step in w
+                .steps
+                .iter()
+                .filter(|s| s.step_type == StepType::SendEmail)
+            {
+                let id = step.config.get("templateId").and_then(Value::as_str);
+                if let Some(id) = id.and_then(|t| t.parse::<Uuid>().ok())
+                    && !specs.contains_key(&id)
+                {
+                    specs.insert(id, message_spec(engine, project, id).await?);
+                }
+            }
+        }
+        Ok(specs)
     }
 
     /// Writes the buffered history rows and the deferred mail counts.
@@ -175,6 +204,11 @@ impl Engine {
         let mut caches = Caches::default();
         let mut tx = self.store.begin().await?;
         caches.prefetch(&mut tx, claimed).await?;
+        let specs = caches.specs(self).await?;
+        let mut mail = Mail {
+            specs: &specs,
+            staged: Staged::default(),
+        };
         let mut done = Vec::new();
         let mut calls = Vec::new();
         let mut failed = Vec::new();
@@ -182,8 +216,15 @@ impl Engine {
             if isolate {
                 tx.savepoint("wf_run").await?;
             }
-            let mark = (caches.history.len(), caches.counted.clone());
-            match self.advance(&mut tx, job, None, &mut caches).await {
+            let mark = (
+                caches.history.len(),
+                caches.counted.clone(),
+                mail.staged.mark(),
+            );
+            match self
+                .advance(&mut tx, job, None, &mut caches, &mut mail)
+                .await
+            {
                 Ok(settle) => {
                     if isolate {
                         tx.release_savepoint("wf_run").await?;
@@ -199,6 +240,7 @@ impl Engine {
                     tx.rollback_to_savepoint("wf_run").await?;
                     caches.history.truncate(mark.0);
                     caches.counted = mark.1;
+                    mail.staged.truncate(mark.2);
                     failed.push((job, e.to_string()));
                 }
             }
@@ -209,6 +251,9 @@ impl Engine {
         for (job, error) in failed {
             settle_error(self, &mut tx, job, &error).await?;
         }
+        mail.staged
+            .flush(&mut tx, send_attempts(self), self.now())
+            .await?;
         caches.flush(&mut tx, self.now()).await?;
         tx.commit().await?;
         Ok(Some((calls, caches.sent)))
@@ -236,18 +281,32 @@ impl Engine {
         .await;
         let mut caches = Caches::default();
         let mut tx = self.store.begin().await?;
+        let jobs_held: Vec<Job> = calls.iter().map(|(j, _)| j.clone()).collect();
+        caches.prefetch(&mut tx, &jobs_held).await?;
+        let specs = caches.specs(self).await?;
+        let mut mail = Mail {
+            specs: &specs,
+            staged: Staged::default(),
+        };
         let mut done = Vec::new();
         let mut failed = Vec::new();
         for ((job, _), outcome) in calls.iter().zip(outcomes) {
             let outcome =
                 outcome.unwrap_or_else(|| CallOutcome::Failed("the call was interrupted".into()));
             tx.savepoint("wf_call").await?;
-            let mark = (caches.history.len(), caches.counted.clone());
+            let mark = (
+                caches.history.len(),
+                caches.counted.clone(),
+                mail.staged.mark(),
+            );
             if !jobs::hold(&mut tx, job.id, job.lease_token, self.now()).await? {
                 tx.rollback_to_savepoint("wf_call").await?;
                 continue;
             }
-            match self.advance(&mut tx, job, Some(outcome), &mut caches).await {
+            match self
+                .advance(&mut tx, job, Some(outcome), &mut caches, &mut mail)
+                .await
+            {
                 Ok(settle) => {
                     tx.release_savepoint("wf_call").await?;
                     match settle {
@@ -266,6 +325,7 @@ impl Engine {
                     tx.rollback_to_savepoint("wf_call").await?;
                     caches.history.truncate(mark.0);
                     caches.counted = mark.1;
+                    mail.staged.truncate(mark.2);
                     failed.push((job, e.to_string()));
                 }
             }
@@ -276,6 +336,9 @@ impl Engine {
         for (job, error) in failed {
             settle_error(self, &mut tx, job, &error).await?;
         }
+        mail.staged
+            .flush(&mut tx, send_attempts(self), self.now())
+            .await?;
         caches.flush(&mut tx, self.now()).await?;
         tx.commit().await?;
         if caches.sent {
@@ -291,6 +354,7 @@ impl Engine {
         job: &Job,
         mut call: Option<CallOutcome>,
         caches: &mut Caches,
+        mail: &mut Mail<'_>,
     ) -> StoreResult<Settle> {
         let (Some(execution_id), Some(step_id)) =
             (payload_id(job, "executionId"), payload_id(job, "stepId"))
@@ -327,6 +391,7 @@ impl Engine {
         };
         let mut run = StepRun {
             engine: self,
+            mail,
             caches,
             job,
             state: &state,
@@ -372,6 +437,11 @@ impl Engine {
         end(tx, &state, ExecutionStatus::Failed, Some(why), now).await?;
         Ok(Settle::Complete)
     }
+}
+
+/// Delivery attempts of a queued message (the send setting).
+fn send_attempts(engine: &Engine) -> i32 {
+    i32::try_from(engine.settings.send_max_attempts).unwrap_or(i32::MAX)
 }
 
 /// The step the transition from `from` (with `branch`; `None`: the plain one) leads to.

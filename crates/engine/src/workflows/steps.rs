@@ -35,9 +35,17 @@ pub(super) enum Flow {
 /// A SEND_EMAIL template's message, or why it cannot be sent.
 pub(super) type SpecCache = HashMap<Uuid, Result<Arc<MessageSpec>, String>>;
 
+/// The batch's mail: the message of every template its workflows send (resolved before the
+/// runs), and the messages and send jobs the runs staged (written once, at the batch's end).
+pub(super) struct Mail<'s> {
+    pub specs: &'s SpecCache,
+    pub staged: Staged<'s>,
+}
+
 /// One execution's run inside a batch.
-pub(super) struct StepRun<'a> {
+pub(super) struct StepRun<'a, 's> {
     pub engine: &'a Engine,
+    pub mail: &'a mut Mail<'s>,
     /// The batch's reads and its buffered history rows.
     pub caches: &'a mut Caches,
     pub job: &'a Job,
@@ -48,7 +56,7 @@ pub(super) struct StepRun<'a> {
     pub now: i64,
 }
 
-impl StepRun<'_> {
+impl<'s> StepRun<'_, 's> {
     /// Buffers a history row (written with the batch's others before it commits).
     fn history(&mut self, step: &Step, status: &'static str, output: Option<Value>) {
         let open = status == "WAITING";
@@ -202,17 +210,15 @@ impl StepRun<'_> {
                 .fail(tx, step, "the step names no template".into())
                 .await;
         };
-        let spec = match self.caches.specs.get(&template_id) {
-            Some(s) => s.clone(),
+        let specs: &'s SpecCache = self.mail.specs;
+        let spec: &'s MessageSpec = match specs.get(&template_id) {
+            Some(Ok(s)) => s,
+            Some(Err(why)) => return self.fail(tx, step, why.clone()).await,
             None => {
-                let s = message_spec(self.engine, project_id, template_id).await?;
-                self.caches.specs.insert(template_id, s.clone());
-                s
+                return Err(StoreError::Other(anyhow::anyhow!(
+                    "the template {template_id} was not prepared for this batch"
+                )));
             }
-        };
-        let spec = match spec {
-            Ok(s) => s,
-            Err(why) => return self.fail(tx, step, why).await,
         };
         let capped = self.caches.workflow_cap(self.engine, project_id).await?;
         if capped && !billing::allows(tx, project_id, Category::Workflows, 1, self.now).await? {
@@ -232,9 +238,8 @@ impl StepRun<'_> {
                 .pop()
                 .map(|(_, reason)| reason),
         };
-        let mut staged = Staged::default();
         let accepted = spec.stage_one(
-            &mut staged,
+            &mut self.mail.staged,
             StageRecipient {
                 contact_id: contact.id,
                 email: contact.email.clone(),
@@ -245,8 +250,6 @@ impl StepRun<'_> {
                 event: Some(&self.context),
             },
         );
-        let attempts = i32::try_from(self.engine.settings.send_max_attempts).unwrap_or(i32::MAX);
-        staged.flush(tx, attempts, self.now).await?;
         let output = json!({"messageId": accepted.message_id, "templateId": template_id,
             "skipped": accepted.skipped});
         if accepted.skipped.is_some() {
@@ -373,7 +376,7 @@ impl StepRun<'_> {
 
 /// The message of a SEND_EMAIL step's template, or why it cannot be sent (the template was
 /// deleted, has no sender, or its sender's domain is not verified).
-async fn message_spec(
+pub(super) async fn message_spec(
     engine: &Engine,
     project_id: Uuid,
     template_id: Uuid,

@@ -24,6 +24,7 @@ both_engines!(
     system_events_trigger_workflows,
     webhooks_are_signed_retried_and_guarded,
     private_webhook_targets_are_refused,
+    workflow_mail_counts_and_stops_at_the_cap,
 );
 
 pub async fn workflow(app: &TestApp, key: &str, event: &str, reentry: bool) -> String {
@@ -667,4 +668,36 @@ async fn private_webhook_targets_are_refused(engine: Engine) {
     );
     assert_eq!(e["steps"][1]["status"], "FAILED");
     assert!(r.requests.lock().unwrap().is_empty());
+}
+
+async fn workflow_mail_counts_and_stops_at_the_cap(engine: Engine) {
+    let w = mail_world(engine, |_| {}).await;
+    let (app, p) = (&w.app, &w.project);
+    let sk = &p.secret_key;
+    let limits = format!("/users/@me/projects/{}/billing-limits", p.id);
+    let put = reqwest::Method::PUT;
+    let cap = json!({"workflows": 1});
+    let res = app
+        .call_with(&p.owner, put, &limits, None, Some(&cap))
+        .await;
+    expect_json(res, 200).await;
+    let t = template(app, sk, "TRANSACTIONAL", "Capped").await;
+    let wf = workflow(app, sk, "capped", false).await;
+    let full = expect_json(app.get(&format!("/workflows/{wf}"), sk).await, 200).await;
+    let send = add_step(app, sk, &wf, "SEND_EMAIL", json!({"templateId": t})).await;
+    connect(app, sk, &wf, &trigger_of(&full), &send, None).await;
+    enable(app, sk, &wf).await;
+    let first = track(app, sk, "one@example.com", "capped", json!({})).await;
+    wait_execution(app, sk, &wf, &first, status_is("COMPLETED")).await;
+    let second = track(app, sk, "two@example.com", "capped", json!({})).await;
+    let e = wait_execution(app, sk, &wf, &second, status_is("FAILED")).await;
+    assert_eq!(
+        e["exitReason"],
+        "the project's monthly workflows limit is reached"
+    );
+    let path = format!("/users/@me/projects/{}/billing-consumption", p.id);
+    let get = reqwest::Method::GET;
+    let used = expect_json(app.call_with(&p.owner, get, &path, None, None).await, 200).await;
+    assert_eq!(used["workflows"], 1, "{used}");
+    assert_eq!(w.sink.wait_for(1, Duration::from_secs(10)).await.len(), 1);
 }
