@@ -59,6 +59,20 @@ impl Engine {
         let mut done = Vec::with_capacity(claimed.len());
         let mut failed = Vec::new();
         let mut reads = Reads::default();
+        if !isolate {
+            return match dispatch_all(&mut tx, claimed, &mut reads, now).await {
+                Ok(()) => {
+                    let held: Vec<(Uuid, Uuid)> =
+                        claimed.iter().map(|j| (j.id, j.lease_token)).collect();
+                    // A lease taken over meanwhile: change nothing; the holders redo the work.
+                    if jobs::complete_many(&mut tx, &held).await?.len() == held.len() {
+                        tx.commit().await?;
+                    }
+                    Ok(true)
+                }
+                Err(_) => Ok(false),
+            };
+        }
         for job in claimed {
             if isolate {
                 tx.savepoint("wf_dispatch").await?;
@@ -136,6 +150,91 @@ struct Reads {
     triggered: HashMap<(Uuid, String), Vec<Triggered>>,
 }
 
+impl Reads {
+    /// Whether a WAIT_FOR_EVENT step of the project waits for `name`.
+    async fn waited(&mut self, tx: &mut Tx, project: Uuid, name: &str) -> StoreResult<bool> {
+        if let std::collections::hash_map::Entry::Vacant(v) = self.waited.entry(project) {
+            v.insert(wf_run::waited_names(tx, project).await?);
+        }
+        Ok(self.waited.get(&project).is_some_and(|n| n.contains(name)))
+    }
+
+    /// The enabled workflows of the project that `name` triggers.
+    async fn triggered(
+        &mut self,
+        tx: &mut Tx,
+        project: Uuid,
+        name: &str,
+    ) -> StoreResult<&[Triggered]> {
+        let key = (project, name.to_owned());
+        if !self.triggered.contains_key(&key) {
+            let found = wf_run::triggered_by(tx, project, name).await?;
+            self.triggered.insert(key.clone(), found);
+        }
+        Ok(self.triggered.get(&key).map_or(&[], Vec::as_slice))
+    }
+}
+
+/// Applies a batch of events at once: the events read in one statement, resumes one by one
+/// (rare), then the starts decided from one read of what the contacts entered and written in
+/// multi-row statements. Same rules as [`dispatch_one`].
+async fn dispatch_all(
+    tx: &mut Tx,
+    claimed: &[Job],
+    reads: &mut Reads,
+    now: i64,
+) -> StoreResult<()> {
+    let ids: Vec<Uuid> = claimed
+        .iter()
+        .filter_map(|j| payload_id(j, "eventId"))
+        .collect();
+    let mut events = wf_run::dispatched_events(tx, &ids).await?;
+    // In the order they were recorded (UUID v7), as one by one would apply them.
+    events.sort_by_key(|e| e.id);
+    let mut candidates = Vec::new();
+    for event in &events {
+        let Some(contact_id) = event.contact_id else {
+            continue;
+        };
+        if reads.waited(tx, event.project_id, &event.name).await? {
+            for waiter in wf_run::waiting_for(tx, event.project_id, contact_id, &event.name).await?
+            {
+                resume(tx, event, &waiter, now).await?;
+            }
+        }
+        for w in reads.triggered(tx, event.project_id, &event.name).await? {
+            candidates.push((event, contact_id, w.clone()));
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let contacts: Vec<Uuid> = candidates.iter().map(|(_, c, _)| *c).collect();
+    let mut state: HashMap<(Uuid, Uuid), bool> = wf_run::entered(tx, &contacts)
+        .await?
+        .into_iter()
+        .map(|(w, c, active)| ((w, c), active))
+        .collect();
+    let mut starts = Vec::new();
+    for (event, contact_id, w) in candidates {
+        let key = (w.workflow_id, contact_id);
+        let seen = state.get(&key).copied();
+        if wf_run::may_start(seen == Some(true), seen.is_some(), w.allow_reentry).is_err() {
+            continue;
+        }
+        state.insert(key, true);
+        starts.push(wf_run::NewExecution {
+            id: herald_core::ids::new_id(),
+            project_id: event.project_id,
+            workflow_id: w.workflow_id,
+            contact_id,
+            trigger_step_id: w.trigger_step_id,
+            context: event.data.0.clone(),
+        });
+    }
+    wf_run::insert_executions(tx, &starts, now).await
+}
+
 /// Applies one event: resumes the contact's waiting executions, then starts the workflows it
 /// triggers. Nothing when the event (or its contact) is gone.
 async fn dispatch_one(tx: &mut Tx, job: &Job, reads: &mut Reads, now: i64) -> StoreResult<()> {
@@ -149,28 +248,16 @@ async fn dispatch_one(tx: &mut Tx, job: &Job, reads: &mut Reads, now: i64) -> St
         return Ok(());
     };
     let project = event.project_id;
-    if let std::collections::hash_map::Entry::Vacant(v) = reads.waited.entry(project) {
-        v.insert(wf_run::waited_names(tx, project).await?);
-    }
-    if reads
-        .waited
-        .get(&project)
-        .is_some_and(|n| n.contains(&event.name))
-    {
+    if reads.waited(tx, project, &event.name).await? {
         for waiter in wf_run::waiting_for(tx, project, contact_id, &event.name).await? {
             resume(tx, &event, &waiter, now).await?;
         }
     }
-    let key = (project, event.name.clone());
-    if !reads.triggered.contains_key(&key) {
-        let found = wf_run::triggered_by(tx, project, &event.name).await?;
-        reads.triggered.insert(key.clone(), found);
-    }
-    for w in reads.triggered.get(&key).into_iter().flatten() {
+    for w in reads.triggered(tx, project, &event.name).await?.to_vec() {
         let context = event.data.0.clone();
         // An execution already active, or a contact that entered a once-only workflow, is
         // not started again: that is the rule, not a failure.
-        let _ = wf_run::start_execution(tx, project, w, contact_id, &context, now).await?;
+        let _ = wf_run::start_execution(tx, project, &w, contact_id, &context, now).await?;
     }
     Ok(())
 }

@@ -130,6 +130,120 @@ pub async fn dispatched_event(tx: &mut Tx, id: Uuid) -> StoreResult<Option<Dispa
     }))
 }
 
+/// [`dispatched_event`] of many events in one statement (a batch's prefetch).
+pub async fn dispatched_events(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<DispatchedEvent>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(200) {
+        let q = format!(
+            "SELECT id, project_id, contact_id, name, data FROM events \
+             WHERE contact_id IS NOT NULL AND id IN ({})",
+            in_list(chunk.len())
+        );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+        let rows: Vec<DispatchedEvent> = db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.fetch_all(&mut *conn).await?
+        });
+        out.extend(rows);
+    }
+    Ok(out)
+}
+
+/// `$1, $2, ...` for `n` values.
+fn in_list(n: usize) -> String {
+    crate::messages::value_rows(n, 1, 1).replace(['(', ')'], "")
+}
+
+/// Which workflows the contacts entered: `(workflow, contact, has an active execution)`.
+pub async fn entered(tx: &mut Tx, contacts: &[Uuid]) -> StoreResult<Vec<(Uuid, Uuid, bool)>> {
+    let mut out = Vec::new();
+    for chunk in contacts.chunks(200) {
+        let q = format!(
+            "SELECT workflow_id, contact_id, \
+             max(CASE WHEN status IN ('RUNNING', 'WAITING') THEN 1 ELSE 0 END) \
+             FROM workflow_executions WHERE contact_id IN ({}) GROUP BY workflow_id, contact_id",
+            in_list(chunk.len())
+        );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+        let rows: Vec<(Uuid, Uuid, i32)> = db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.fetch_all(&mut *conn).await?
+        });
+        out.extend(rows.into_iter().map(|(w, c, a)| (w, c, a == 1)));
+    }
+    Ok(out)
+}
+
+/// An execution to start (at its TRIGGER step).
+pub struct NewExecution {
+    pub id: Uuid,
+    pub project_id: Uuid,
+    pub workflow_id: Uuid,
+    pub contact_id: Uuid,
+    pub trigger_step_id: Uuid,
+    pub context: Value,
+}
+
+/// Starts executions decided by the caller (the rules of [`start_execution`] applied to a
+/// batch) in multi-row statements, with their run jobs. An execution the unique index refuses
+/// (another node started one meanwhile) is not written; its run job finds nothing and ends.
+pub async fn insert_executions(tx: &mut Tx, rows: &[NewExecution], now: Millis) -> StoreResult<()> {
+    for chunk in rows.chunks(100) {
+        let q = format!(
+            "INSERT INTO workflow_executions (id, workflow_id, project_id, contact_id, status, \
+             current_step_id, context, started_at, updated_at) VALUES {} ON CONFLICT DO NOTHING",
+            (0..chunk.len())
+                .map(|i| {
+                    let b = 1 + 8 * i;
+                    format!(
+                        "(${b}, ${}, ${}, ${}, 'RUNNING', ${}, ${}, ${}, ${})",
+                        b + 1,
+                        b + 2,
+                        b + 3,
+                        b + 4,
+                        b + 5,
+                        b + 6,
+                        b + 7
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        // Every value bound per row in text order, so SQLite binds them anonymously.
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+        db_tx!(&mut *tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
+            for r in chunk {
+                query = query
+                    .bind(r.id)
+                    .bind(r.workflow_id)
+                    .bind(r.project_id)
+                    .bind(r.contact_id)
+                    .bind(r.trigger_step_id)
+                    .bind(Json(&r.context))
+                    .bind(now)
+                    .bind(now);
+            }
+            query.execute(&mut *conn).await?;
+        });
+    }
+    let jobs: Vec<(Option<Uuid>, Value)> = rows
+        .iter()
+        .map(|r| {
+            let p = json!({"executionId": r.id, "stepId": r.trigger_step_id});
+            (Some(r.project_id), p)
+        })
+        .collect();
+    jobs::enqueue_many(tx, RUN_JOB, &jobs, now, MAX_ATTEMPTS).await?;
+    Ok(())
+}
+
 /// An enabled workflow an event starts.
 #[derive(Clone, Debug, FromRow)]
 pub struct Triggered {
@@ -192,6 +306,18 @@ pub enum NotStarted {
     Entered,
 }
 
+/// DECISIONS.md "Workflows": a contact with an active execution of the workflow does not
+/// enter it again; one that entered before enters again only when `allowReentry` is true.
+pub fn may_start(active: bool, entered: bool, allow_reentry: bool) -> Result<(), NotStarted> {
+    if active {
+        Err(NotStarted::Active)
+    } else if entered && !allow_reentry {
+        Err(NotStarted::Entered)
+    } else {
+        Ok(())
+    }
+}
+
 /// Starts an execution of `w` for the contact at its TRIGGER step and queues its run job.
 pub async fn start_execution(
     tx: &mut Tx,
@@ -211,11 +337,8 @@ pub async fn start_execution(
         .fetch_one(&mut *conn)
         .await?
     });
-    if active > 0 {
-        return Ok(Err(NotStarted::Active));
-    }
-    if any > 0 && !w.allow_reentry {
-        return Ok(Err(NotStarted::Entered));
+    if let Err(why) = may_start(active > 0, any > 0, w.allow_reentry) {
+        return Ok(Err(why));
     }
     let id = new_id();
     // The unique index on active executions settles a race between two nodes.
