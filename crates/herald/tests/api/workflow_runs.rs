@@ -469,6 +469,30 @@ async fn system_events_trigger_workflows(engine: Engine) {
     .await;
     let e = wait_execution(&app, sk, &wf, id, status_is("COMPLETED")).await;
     assert_eq!(e["context"], json!({"subscribed": false}));
+
+    // A contact entering a tracked segment (`segment.<slug>.entry`).
+    let vip = workflow(&app, sk, "segment.vip.entry", false).await;
+    enable(&app, sk, &vip).await;
+    let c = app
+        .create_contact(sk, json!({"email": "rich@example.com", "data": {"plan": "pro"}}))
+        .await;
+    let id = c["id"].as_str().unwrap();
+    let filters = json!({"operator": "AND",
+        "conditions": [{"field": "data.plan", "operator": "equals", "value": "pro"}]});
+    let s = expect_json(
+        app.post(
+            "/segments",
+            sk,
+            &json!({"name": "VIP", "filters": filters, "trackMembership": true}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let compute = format!("/segments/{}/compute", s["id"].as_str().unwrap());
+    expect_json(app.post(&compute, sk, &json!({})).await, 200).await;
+    let e = wait_execution(&app, sk, &vip, id, status_is("COMPLETED")).await;
+    assert_eq!(e["context"]["segmentName"], "VIP");
 }
 
 /// A loopback HTTP server: answers by path (`/ok` 200, `/fail` 500, `/slow` after 3 s, `/wait`
