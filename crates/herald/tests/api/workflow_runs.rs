@@ -1,5 +1,6 @@
 //! The workflow executor end to end, on both engines: events (tracked and system) start enabled
-//! workflows; SEND_EMAIL sends through the pipeline to the loopback SMTP sink with `event.*`
+//! workflows (a tracked name, `contact.unsubscribed`, `segment.<slug>.entry`, `email.open`);
+//! SEND_EMAIL sends through the pipeline to the loopback SMTP sink with `event.*`
 //! variables (a MARKETING template to an unsubscribed contact is skipped and the run goes on);
 //! a week-long DELAY driven by the test clock; CONDITION branches; UPDATE_CONTACT; EXIT;
 //! WAIT_FOR_EVENT resumed by the contact's next event and timed out; re-entry both ways;
@@ -25,6 +26,7 @@ both_engines!(
     webhooks_are_signed_retried_and_guarded,
     private_webhook_targets_are_refused,
     workflow_mail_counts_and_stops_at_the_cap,
+    an_opened_email_triggers_a_workflow,
 );
 
 pub async fn workflow(app: &TestApp, key: &str, event: &str, reentry: bool) -> String {
@@ -474,7 +476,10 @@ async fn system_events_trigger_workflows(engine: Engine) {
     let vip = workflow(&app, sk, "segment.vip.entry", false).await;
     enable(&app, sk, &vip).await;
     let c = app
-        .create_contact(sk, json!({"email": "rich@example.com", "data": {"plan": "pro"}}))
+        .create_contact(
+            sk,
+            json!({"email": "rich@example.com", "data": {"plan": "pro"}}),
+        )
         .await;
     let id = c["id"].as_str().unwrap();
     let filters = json!({"operator": "AND",
@@ -493,6 +498,27 @@ async fn system_events_trigger_workflows(engine: Engine) {
     expect_json(app.post(&compute, sk, &json!({})).await, 200).await;
     let e = wait_execution(&app, sk, &vip, id, status_is("COMPLETED")).await;
     assert_eq!(e["context"]["segmentName"], "VIP");
+}
+
+/// `email.open`: the open pixel of a delivered message starts a workflow for its recipient.
+async fn an_opened_email_triggers_a_workflow(engine: Engine) {
+    use crate::tracking::{deliver, links_to, local, parse, world};
+    let w = world(engine).await;
+    let sk = &w.project.secret_key;
+    let wf = workflow(&w.app, sk, "email.open", false).await;
+    enable(&w.app, sk, &wf).await;
+    let (_, contact, raw) = deliver(
+        &w,
+        &json!({"to": "ada@example.org", "from": format!("hello@{DOMAIN}"),
+            "subject": "Hi", "body": "<p>Hello</p>"}),
+    )
+    .await;
+    assert!(executions(&w.app, sk, &wf).await.is_empty());
+    let html = parse(&raw).body_html(0).unwrap().into_owned();
+    let pixel = local(&w.app, &links_to(&html, "/t/open/")[0]);
+    assert_eq!(w.app.client.get(&pixel).send().await.unwrap().status(), 200);
+    wait_execution(&w.app, sk, &wf, &contact, status_is("COMPLETED")).await;
+    assert_eq!(executions(&w.app, sk, &wf).await.len(), 1);
 }
 
 /// A loopback HTTP server: answers by path (`/ok` 200, `/fail` 500, `/slow` after 3 s, `/wait`
