@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod metrics;
+pub mod oauth;
 pub mod openapi;
 pub mod pages;
 pub mod rate_limit;
@@ -42,6 +43,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::health::router())
         .merge(routes::accounts::router())
         .merge(routes::account_tokens::router())
+        .merge(routes::oauth::router())
         .merge(routes::members::router())
         .merge(routes::project_admin::router())
         .merge(routes::security::router())

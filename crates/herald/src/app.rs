@@ -50,6 +50,8 @@ impl Application {
         config: Config,
         clock: herald_core::clock::SharedClock,
     ) -> anyhow::Result<Application> {
+        // A half-configured OAuth provider stops startup before anything is opened.
+        let oauth = config.oauth_settings()?;
         let store = open_store(&config).await?;
         let secret = config.load_or_create_secret()?;
         let settings = ApiSettings {
@@ -75,6 +77,7 @@ impl Application {
                 complaint_warning: config.complaint_rate_warning,
                 complaint_critical: config.complaint_rate_critical,
             },
+            oauth,
         };
         herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();

@@ -172,34 +172,17 @@ pub(crate) async fn create_account(
     state: &AppState,
     body: Credentials,
 ) -> ApiResult<(User, Option<String>)> {
-    if state.settings.disable_signups {
-        return Err(ApiError::forbidden(
-            "FORBIDDEN",
-            "Sign-ups are disabled on this server",
-        ));
-    }
+    refuse_if_signups_disabled(state)?;
     let (email, password) = parse_credentials(body)?;
-    let now = state.engine.now();
-    let user = User {
-        id: new_id(),
-        email: email.as_str().to_owned(),
-        password_hash: state.passwords.hash(password).await?,
-        created_at: now,
-        email_verified_at: None,
-    };
-    match state.store.create_user(&user).await {
+    let password_hash = state.passwords.hash(password).await?;
+    let user = match insert_user(state, &email, password_hash).await {
         Err(StoreError::Conflict(_)) => {
             return Err(ApiError::conflict(
                 "An account with this email already exists",
             ));
         }
         other => other?,
-    }
-    // Invitations to this address become memberships now.
-    state
-        .store
-        .accept_invitations(user.id, user.email.as_str(), now)
-        .await?;
+    };
     send_token_mail(
         state,
         TokenKind::VerifyEmail,
@@ -217,6 +200,43 @@ pub(crate) async fn create_account(
     }
     let cookie = start_session(state, user.id).await?;
     Ok((user, Some(cookie)))
+}
+
+/// 403 `FORBIDDEN` when `DISABLE_SIGNUPS` is set (sign-up, the invitation page, and OAuth
+/// sign-in of an address with no account).
+pub(crate) fn refuse_if_signups_disabled(state: &AppState) -> ApiResult<()> {
+    if state.settings.disable_signups {
+        return Err(ApiError::forbidden(
+            "FORBIDDEN",
+            "Sign-ups are disabled on this server",
+        ));
+    }
+    Ok(())
+}
+
+/// Creates a user (`password_hash` may be [`User::NO_PASSWORD`]) and turns the invitations to
+/// its address into memberships: what every way of signing up shares. A taken address is
+/// `StoreError::Conflict`.
+pub(crate) async fn insert_user(
+    state: &AppState,
+    email: &EmailAddress,
+    password_hash: String,
+) -> Result<User, StoreError> {
+    let now = state.engine.now();
+    let user = User {
+        id: new_id(),
+        email: email.as_str().to_owned(),
+        password_hash,
+        created_at: now,
+        email_verified_at: None,
+    };
+    state.store.create_user(&user).await?;
+    // Invitations to this address become memberships now.
+    state
+        .store
+        .accept_invitations(user.id, user.email.as_str(), now)
+        .await?;
+    Ok(user)
 }
 
 /// Opens a server-side session for `user`; the `Set-Cookie` value carrying it.
@@ -251,10 +271,13 @@ async fn login(
         Some(e) => state.store.user_by_email(e.as_str()).await?,
         None => None,
     };
-    let ok = state
-        .passwords
-        .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
-        .await?;
+    // A user without a password (signed up with OAuth) is checked like an unknown address:
+    // refused, in the same time.
+    let hash = user
+        .as_ref()
+        .filter(|u| u.has_password())
+        .map(|u| u.password_hash.clone());
+    let ok = state.passwords.verify(password, hash).await?;
     let Some(user) = user.filter(|_| ok) else {
         if let Some(e) = &email {
             login_throttle::failed(&state, e.as_str()).await?;
@@ -503,7 +526,7 @@ async fn regenerate_keys(
 #[serde(rename_all = "camelCase")]
 pub struct PublicConfig {
     pub signups_enabled: bool,
-    /// Configured OAuth providers (none in this version).
+    /// Ids of the configured OAuth providers (`github`, `google`); see `/auth/oauth-config`.
     pub oauth_providers: Vec<String>,
     pub billing_enabled: bool,
     pub version: String,
@@ -514,7 +537,13 @@ pub struct PublicConfig {
 async fn public_config(State(state): State<AppState>) -> Json<PublicConfig> {
     Json(PublicConfig {
         signups_enabled: !state.settings.disable_signups,
-        oauth_providers: Vec::new(),
+        oauth_providers: state
+            .settings
+            .oauth
+            .configured()
+            .iter()
+            .map(|p| p.id().to_owned())
+            .collect(),
         billing_enabled: false,
         version: env!("CARGO_PKG_VERSION").to_owned(),
     })

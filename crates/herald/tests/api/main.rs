@@ -41,6 +41,8 @@ mod leases;
 mod memory;
 mod metrics;
 mod nul_input;
+mod oauth;
+mod oauth_provider;
 mod openapi;
 mod outbox;
 mod plunk_node;
