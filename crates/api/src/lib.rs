@@ -9,6 +9,7 @@ pub mod cors;
 pub mod envelope;
 pub mod error;
 pub mod extract;
+pub mod language;
 pub mod metrics;
 pub mod oauth;
 pub mod openapi;

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod account;
+pub mod account_i18n;
 pub mod analytics;
 pub mod billing;
 pub mod campaign;

@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use herald_core::account_i18n::AccountStrings;
 use herald_core::email::EmailAddress;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::kinds::{TokenKind, TrackingMode};
@@ -22,6 +23,7 @@ use crate::auth::session::SessionKeys;
 use crate::auth::{MaybeSession, Role, UserAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
+use crate::language::RequestLanguage;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -156,9 +158,10 @@ fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Resp
         (status = 429, description = "RATE_LIMIT_EXCEEDED: too many sign-ins waiting for a password check")))]
 async fn signup(
     State(state): State<AppState>,
+    lang: RequestLanguage,
     ApiJson(body): ApiJson<Credentials>,
 ) -> ApiResult<Response> {
-    let (user, cookie) = create_account(&state, body).await?;
+    let (user, cookie) = create_account(&state, body, lang.0).await?;
     Ok(match cookie {
         Some(c) => with_cookie(StatusCode::CREATED, c, UserResponse::from(&user)),
         None => (StatusCode::CREATED, Json(UserResponse::from(&user))).into_response(),
@@ -166,11 +169,12 @@ async fn signup(
 }
 
 /// Sign-up (the API and the invitation page): creates the user, turns invitations to the
-/// address into memberships, mails the verification link, and opens a session unless
-/// sign-in waits for a verified address.
+/// address into memberships, mails the verification link (in `lang`), and opens a session
+/// unless sign-in waits for a verified address.
 pub(crate) async fn create_account(
     state: &AppState,
     body: Credentials,
+    lang: &'static AccountStrings,
 ) -> ApiResult<(User, Option<String>)> {
     refuse_if_signups_disabled(state)?;
     let (email, password) = parse_credentials(body)?;
@@ -192,6 +196,7 @@ pub(crate) async fn create_account(
             project: None,
         },
         None,
+        lang,
     )
     .await?;
     if state.settings.require_email_verification {

@@ -5,6 +5,7 @@ mod helpers;
 mod mail_setup;
 
 mod acceptance;
+mod account_languages;
 mod account_limits;
 mod account_members;
 mod account_pages;
