@@ -27,6 +27,24 @@ both_engines!(
     oauth_routes_are_rate_limited_per_client,
 );
 
+/// A provider with a client id and no secret stops startup with a message naming the setting.
+#[tokio::test]
+async fn a_client_id_without_its_secret_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = herald::Config {
+        listen: "127.0.0.1:0".into(),
+        data_dir: dir.path().to_path_buf(),
+        oauth_google_client_id: Some("only-the-id".into()),
+        ..herald::Config::default()
+    }
+    .resolved();
+    let err = match herald::Application::build(config).await {
+        Ok(_) => panic!("a half-configured provider must not start"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("oauth_google_client_secret"), "{err}");
+}
+
 /// A client that follows no redirect and keeps no cookies (the tests carry them by hand).
 fn manual() -> Client {
     Client::builder()
@@ -257,13 +275,19 @@ async fn github_sign_in_creates_a_user_and_finds_the_identity_again(engine: Engi
         "the state carries the cookie's nonce"
     );
 
-    let res = callback(
-        &app,
-        "github",
-        &query(&s.param("state"), "code-1"),
-        Some(&s.nonce),
-    )
-    .await;
+    // A stale session cookie in the browser does not get in the way.
+    let res = manual()
+        .get(app.url(&format!(
+            "/auth/oauth/github/callback?{}",
+            query(&s.param("state"), "code-1")
+        )))
+        .header(
+            "cookie",
+            format!("herald_session=stale; herald_oauth_state={}", s.nonce),
+        )
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 302);
     let session = set_cookie(&res, "herald_session").expect("session");
     assert_eq!(
