@@ -84,7 +84,7 @@ impl Application {
         engine_settings.clock = clock;
         let engine = Engine::new(store.clone(), engine_settings, &secret)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
-            .context("starting the password hashing threads")?;
+            .context("starting the password hashing threads and the OAuth HTTP client")?;
         let router = herald_api::router(state);
         let listener = TcpListener::bind(&config.listen)
             .await
