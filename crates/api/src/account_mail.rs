@@ -6,8 +6,11 @@
 //! - At most [`account::MAILS_PER_WINDOW`] account mails per address and hour; more are
 //!   dropped silently, so the answer never tells whether an address has an account.
 //! - Only the token's SHA-256 is stored; the token itself exists only in the mail.
+//! - A mail is in the language of the request that caused it ([`crate::language`]), and its
+//!   link carries that language (`&lang=de`) to the page it opens.
 
 use herald_core::account::{self, SYSTEM_PROJECT_ID};
+use herald_core::account_i18n::AccountStrings;
 use herald_core::email::EmailAddress;
 use herald_core::ids::Uuid;
 use herald_core::kinds::{Role, TemplateType, TokenKind};
@@ -40,6 +43,7 @@ pub async fn send_token_mail(
     to: &EmailAddress,
     whom: TokenFor,
     project_name: Option<&str>,
+    lang: &'static AccountStrings,
 ) -> ApiResult<bool> {
     let now = state.engine.now();
     let sent = state
@@ -67,7 +71,7 @@ pub async fn send_token_mail(
             expires_at: now + account::token_lifetime(kind),
         })
         .await?;
-    let (subject, body) = compose(&state.settings.public_url, kind, &token, project_name);
+    let (subject, body) = compose(&state.settings.public_url, kind, &token, project_name, lang);
     let from = EmailAddress::parse(&state.settings.system_from).map_err(|e| {
         ApiError::from(anyhow::anyhow!("HERALD_SYSTEM_FROM is not an address: {e}"))
     })?;
@@ -102,46 +106,79 @@ pub async fn send_token_mail(
     Ok(true)
 }
 
-/// Subject and HTML body of an account mail. The body is a template of the send pipeline:
-/// the only data in it (a hex token, the escaped project name) holds no `{{`.
+/// Subject and HTML body of an account mail in `lang`. The body is a template of the send
+/// pipeline: the only data in it (a hex token, the escaped project name) holds no `{{`.
 fn compose(
     public_url: &str,
     kind: TokenKind,
     token: &str,
     project_name: Option<&str>,
+    lang: &AccountStrings,
 ) -> (String, String) {
+    let name = project_name.unwrap_or("Herald");
     let (subject, intro, path, label) = match kind {
         TokenKind::VerifyEmail => (
-            "Verify your email address".to_owned(),
-            "Confirm that this address is yours.".to_owned(),
+            lang.verify_subject.to_owned(),
+            html_escape(lang.verify_intro),
             "verify-email?token=",
-            "Verify email",
+            lang.verify_link,
         ),
         TokenKind::PasswordReset => (
-            "Reset your password".to_owned(),
-            "Someone asked to reset the password of this account. If it was not you, ignore \
-             this mail."
-                .to_owned(),
+            lang.reset_subject.to_owned(),
+            html_escape(lang.reset_intro),
             "reset-password?token=",
-            "Choose a new password",
+            lang.reset_link,
         ),
-        TokenKind::Invitation => {
-            let name = project_name.unwrap_or("a project");
-            (
-                format!("You are invited to {name}"),
-                format!(
-                    "You are invited to join {} on Herald.",
-                    html_escape(name).replace("{{", "{ {")
-                ),
-                "signup?invitation=",
-                "Accept the invitation",
-            )
-        }
+        TokenKind::Invitation => (
+            lang.invite_subject.replace("{project}", name),
+            html_escape(lang.invite_intro)
+                .replace("{project}", &html_escape(name).replace("{{", "{ {")),
+            "signup?invitation=",
+            lang.invite_link,
+        ),
     };
-    let url = format!("{public_url}/{path}{token}");
+    let url = format!("{public_url}/{path}{token}&lang={}", lang.code);
     let body = format!(
         "<p>{intro}</p>\n<p><a href=\"{url}\">{label}</a></p>\n<p>{url}</p>\n",
-        url = html_escape(&url)
+        url = html_escape(&url),
+        label = html_escape(label),
     );
     (subject.replace("{{", "{ {"), body)
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_core::account_i18n;
+
+    use super::*;
+
+    #[test]
+    fn mails_are_in_the_language_asked_and_their_links_carry_it() {
+        let de = account_i18n::for_code("de");
+        let (subject, body) = compose(
+            "https://h.example",
+            TokenKind::Invitation,
+            "ab12",
+            Some("<Acme>"),
+            de,
+        );
+        assert_eq!(subject, "Sie sind zu <Acme> eingeladen");
+        assert!(body.contains("&lt;Acme&gt; auf Herald"), "{body}");
+        assert!(
+            body.contains("https://h.example/signup?invitation=ab12&amp;lang=de"),
+            "{body}"
+        );
+        let (subject, body) = compose(
+            "https://h.example",
+            TokenKind::VerifyEmail,
+            "cd34",
+            None,
+            account_i18n::english(),
+        );
+        assert_eq!(subject, "Verify your email address");
+        assert!(
+            body.contains("verify-email?token=cd34&amp;lang=en"),
+            "{body}"
+        );
+    }
 }

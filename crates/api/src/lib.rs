@@ -9,7 +9,9 @@ pub mod cors;
 pub mod envelope;
 pub mod error;
 pub mod extract;
+pub mod language;
 pub mod metrics;
+pub mod oauth;
 pub mod openapi;
 pub mod pages;
 pub mod rate_limit;
@@ -42,6 +44,7 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::health::router())
         .merge(routes::accounts::router())
         .merge(routes::account_tokens::router())
+        .merge(routes::oauth::router())
         .merge(routes::members::router())
         .merge(routes::project_admin::router())
         .merge(routes::security::router())

@@ -60,6 +60,9 @@ const PUBLIC: &[&str] = &[
     "/auth/request-verification",
     "/auth/request-password-reset",
     "/auth/reset-password",
+    "/auth/oauth-config",
+    "/auth/oauth/{provider}",
+    "/auth/oauth/{provider}/callback",
     "/webhooks/notifications",
 ];
 
@@ -202,6 +205,7 @@ fn description(code: u16) -> &'static str {
         200 => "OK",
         201 => "Created",
         204 => "No content",
+        302 => "Redirect; see `Location`",
         400 => "Malformed request (unreadable JSON, a body that is not an object)",
         401 => "Missing or invalid credentials",
         403 => "Not allowed (role, disabled project or signups)",

@@ -3,6 +3,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
+use herald_core::secret::{KeyPurpose, derive};
 use herald_engine::Engine;
 use herald_store::Store;
 
@@ -36,6 +37,8 @@ pub struct ApiSettings {
     /// Peers trusted to name the client in `X-Forwarded-For`.
     pub trusted_proxies: Vec<std::net::IpAddr>,
     pub security: SecurityThresholds,
+    /// OAuth sign-in providers (none configured by default).
+    pub oauth: crate::oauth::OAuthSettings,
 }
 
 /// Bounce and complaint rates (fractions) reported as warning / critical.
@@ -58,6 +61,10 @@ pub struct Inner {
     pub sessions: SessionKeys,
     pub passwords: PasswordPool,
     pub body_budget: BodyBudget,
+    /// Signs and checks the `state` of OAuth sign-in.
+    pub oauth_states: herald_core::oauth_state::StateKey,
+    /// Calls to OAuth providers (10 s timeout, no redirects).
+    pub oauth_http: reqwest::Client,
 }
 
 #[derive(Clone)]
@@ -71,7 +78,7 @@ impl Deref for AppState {
 }
 
 impl AppState {
-    /// Fails only when the password hashing threads cannot be started.
+    /// Fails only when the password hashing threads or the HTTP client cannot be started.
     pub fn new(
         store: Store,
         engine: Engine,
@@ -90,6 +97,11 @@ impl AppState {
             sessions,
             passwords,
             body_budget: BodyBudget::new(settings.body_budget_bytes),
+            oauth_states: herald_core::oauth_state::StateKey::new(&derive(
+                secret,
+                KeyPurpose::OAuthState,
+            )),
+            oauth_http: crate::oauth::provider_api::http_client().map_err(std::io::Error::other)?,
             settings,
         })))
     }

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod account;
+pub mod account_i18n;
 pub mod analytics;
 pub mod billing;
 pub mod campaign;
@@ -24,6 +25,7 @@ pub mod link_token;
 pub mod list_i18n;
 pub mod message_status;
 pub mod net;
+pub mod oauth_state;
 pub mod redact;
 pub mod rules;
 pub mod secret;

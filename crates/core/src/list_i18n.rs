@@ -170,6 +170,26 @@ pub fn supported(tag: &str) -> Option<&'static Strings> {
         .find(|s| s.code.eq_ignore_ascii_case(primary))
 }
 
+/// The supported language an `Accept-Language` header prefers most (`de-DE,de;q=0.9,en;q=0.8`),
+/// if any: tags by descending quality, in header order among equals; `q=0` and `*` never
+/// choose.
+pub fn from_accept_language(header: &str) -> Option<&'static Strings> {
+    let mut tags: Vec<(f32, usize, &str)> = header
+        .split(',')
+        .enumerate()
+        .filter_map(|(i, part)| {
+            let mut fields = part.split(';');
+            let tag = fields.next()?.trim();
+            let q = fields
+                .find_map(|f| f.trim().strip_prefix("q="))
+                .map_or(1.0, |q| q.trim().parse::<f32>().unwrap_or(0.0));
+            (q > 0.0 && !tag.is_empty() && tag != "*").then_some((q, i, tag))
+        })
+        .collect();
+    tags.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    tags.iter().find_map(|(_, _, tag)| supported(tag))
+}
+
 /// The language of a contact's pages and footer: its `locale`, else the project's language,
 /// else English.
 pub fn choose(contact_locale: Option<&str>, project_language: &str) -> &'static Strings {
@@ -197,6 +217,17 @@ mod tests {
         assert_eq!(choose(None, "es-MX").code, "es");
         assert_eq!(choose(Some(""), "pt-BR").code, "en");
         assert_eq!(choose(None, "").code, "en");
+    }
+
+    #[test]
+    fn accept_language_picks_the_best_supported_tag() {
+        let code = |h: &str| from_accept_language(h).map(|s| s.code);
+        assert_eq!(code("de-DE,de;q=0.9,en;q=0.8"), Some("de"));
+        assert_eq!(code("it, pt;q=0.9, es;q=0.2, fr;q=0.3"), Some("fr"));
+        assert_eq!(code("en;q=0.5, de"), Some("de"));
+        assert_eq!(code("fr;q=0, es"), Some("es"));
+        assert_eq!(code("it, *;q=0.1"), None);
+        assert_eq!(code(""), None);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub enum KeyPurpose {
     /// The base of each project's signing secret for workflow WEBHOOK calls
     /// ([`crate::workflow_run::webhook_secret`]).
     WebhookSigning,
+    /// HMAC-SHA256 of the `state` of OAuth sign-in ([`crate::oauth_state`]).
+    OAuthState,
 }
 
 impl KeyPurpose {
@@ -37,6 +39,7 @@ impl KeyPurpose {
             KeyPurpose::LinkSigning => (b"herald/links/v1", b"link-token-mac"),
             KeyPurpose::LinkEncryption => (b"herald/links/v1", b"link-token-cipher"),
             KeyPurpose::WebhookSigning => (b"herald/webhooks/v1", b"workflow-webhook-signing"),
+            KeyPurpose::OAuthState => (b"herald/oauth/v1", b"oauth-state-mac"),
         }
     }
 }
@@ -76,6 +79,8 @@ mod tests {
         let mac = derive(secret, KeyPurpose::LinkSigning);
         let enc = derive(secret, KeyPurpose::LinkEncryption);
         assert!(mac != enc && mac != session && enc != dkim);
+        let oauth = derive(secret, KeyPurpose::OAuthState);
+        assert!(oauth != mac && oauth != session);
         assert_ne!(&session.0[..], &secret[..32]);
         assert_eq!(session, derive(secret, KeyPurpose::SessionSigning));
         assert_ne!(

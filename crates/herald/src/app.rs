@@ -50,6 +50,8 @@ impl Application {
         config: Config,
         clock: herald_core::clock::SharedClock,
     ) -> anyhow::Result<Application> {
+        // A half-configured OAuth provider stops startup before anything is opened.
+        let oauth = config.oauth_settings()?;
         let store = open_store(&config).await?;
         let secret = config.load_or_create_secret()?;
         let settings = ApiSettings {
@@ -75,13 +77,14 @@ impl Application {
                 complaint_warning: config.complaint_rate_warning,
                 complaint_critical: config.complaint_rate_critical,
             },
+            oauth,
         };
         herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();
         engine_settings.clock = clock;
         let engine = Engine::new(store.clone(), engine_settings, &secret)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
-            .context("starting the password hashing threads")?;
+            .context("starting the password hashing threads and the OAuth HTTP client")?;
         let router = herald_api::router(state);
         let listener = TcpListener::bind(&config.listen)
             .await

@@ -12,6 +12,7 @@ use herald_core::redact;
 use serde::{Deserialize, Serialize};
 
 mod env_overlay;
+mod oauth;
 
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -111,6 +112,21 @@ pub struct Config {
     pub system_from: String,
     /// Sign-in refused (403 EMAIL_VERIFICATION_REQUIRED) until the address is verified.
     pub require_email_verification: bool,
+    /// GitHub sign-in (docs/accounts.md "OAuth"): the OAuth app's client id and secret; both
+    /// or neither.
+    pub oauth_github_client_id: Option<String>,
+    pub oauth_github_client_secret: Option<String>,
+    /// GitHub's endpoints (defaults: the real ones; change only to test).
+    pub oauth_github_auth_url: String,
+    pub oauth_github_token_url: String,
+    pub oauth_github_api_url: String,
+    /// Google sign-in: the OAuth client's id and secret; both or neither.
+    pub oauth_google_client_id: Option<String>,
+    pub oauth_google_client_secret: Option<String>,
+    /// Google's endpoints (defaults: the real ones; change only to test).
+    pub oauth_google_auth_url: String,
+    pub oauth_google_token_url: String,
+    pub oauth_google_userinfo_url: String,
     /// Requests per minute per client address and route on the unauthenticated account routes.
     pub auth_rate_limit_per_minute: u32,
     /// Peers whose `X-Forwarded-For` names the client (IP addresses); in the environment a
@@ -220,6 +236,16 @@ impl Default for Config {
             sns_trust_cert_pem: None,
             system_from: String::new(),
             require_email_verification: false,
+            oauth_github_client_id: None,
+            oauth_github_client_secret: None,
+            oauth_github_auth_url: oauth::GITHUB_AUTH_URL.into(),
+            oauth_github_token_url: oauth::GITHUB_TOKEN_URL.into(),
+            oauth_github_api_url: oauth::GITHUB_API_URL.into(),
+            oauth_google_client_id: None,
+            oauth_google_client_secret: None,
+            oauth_google_auth_url: oauth::GOOGLE_AUTH_URL.into(),
+            oauth_google_token_url: oauth::GOOGLE_TOKEN_URL.into(),
+            oauth_google_userinfo_url: oauth::GOOGLE_USERINFO_URL.into(),
             auth_rate_limit_per_minute: 20,
             trusted_proxies: Vec::new(),
             bounce_rate_warning: 0.02,
@@ -423,6 +449,12 @@ impl Config {
         c.secret = c.secret.as_ref().map(|_| "[redacted]".to_owned());
         c.metrics_token = c.metrics_token.as_ref().map(|_| "[redacted]".to_owned());
         c.feedback_secret = c.feedback_secret.as_ref().map(|_| "[redacted]".to_owned());
+        for s in [
+            &mut c.oauth_github_client_secret,
+            &mut c.oauth_google_client_secret,
+        ] {
+            *s = s.as_ref().map(|_| "[redacted]".to_owned());
+        }
         toml::to_string_pretty(&c).unwrap_or_default()
     }
 

@@ -17,6 +17,17 @@ pub struct User {
     pub email_verified_at: Option<Millis>,
 }
 
+impl User {
+    /// The `password_hash` of a user without a password (created by OAuth sign-in): no PHC
+    /// string, so no password matches it; a password reset sets one.
+    pub const NO_PASSWORD: &'static str = "";
+
+    /// Whether a password can sign this user in.
+    pub fn has_password(&self) -> bool {
+        self.password_hash != Self::NO_PASSWORD
+    }
+}
+
 /// Never prints the password hash (an offline-guessable credential).
 impl std::fmt::Debug for User {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,7 +1,8 @@
 //! The per-client limit of the unauthenticated account routes (DECISIONS.md "Accounts"):
 //! `HERALD_AUTH_RATE_LIMIT_PER_MINUTE` requests per minute per client address and route on
 //! sign-up, sign-in, verify-email, the `request-*` routes and reset-password (and the pages
-//! whose forms post to them); more answer 429 `RATE_LIMIT_EXCEEDED` with `Retry-After`.
+//! whose forms post to them), and OAuth sign-in (its start and its callback, both GETs); more
+//! answer 429 `RATE_LIMIT_EXCEEDED` with `Retry-After`.
 //!
 //! The client address is the TCP peer's, or the last `X-Forwarded-For` hop only when the peer
 //! is one of `HERALD_TRUSTED_PROXIES` (a client can write anything in that header itself).
@@ -28,12 +29,26 @@ const LIMITED: &[&str] = &[
     "/signup",
 ];
 
-/// The refusal when the caller's address used up this route's minute.
-pub fn check(state: &AppState, req: &Request) -> Option<Response> {
-    if req.method() != Method::POST {
+/// The limited route a request is on, if any.
+fn limited_route(method: &Method, path: &str) -> Option<&'static str> {
+    if method == Method::POST {
+        return LIMITED.iter().find(|r| **r == path).copied();
+    }
+    if method != Method::GET {
         return None;
     }
-    let route = LIMITED.iter().find(|r| **r == req.uri().path())?;
+    // `/auth/oauth/{provider}` and `/auth/oauth/{provider}/callback`.
+    let rest = path.strip_prefix("/auth/oauth/")?;
+    Some(if rest.ends_with("/callback") {
+        "/auth/oauth/{provider}/callback"
+    } else {
+        "/auth/oauth/{provider}"
+    })
+}
+
+/// The refusal when the caller's address used up this route's minute.
+pub fn check(state: &AppState, req: &Request) -> Option<Response> {
+    let route = limited_route(req.method(), req.uri().path())?;
     let client = client_address(state, req)?;
     let now = u64::try_from(state.engine.now() / 1000).unwrap_or(0);
     let d = state.auth_limiter.check((client, route), now);

@@ -2,8 +2,9 @@
 //! `GET|POST /verify-email?token=`, `GET|POST /reset-password?token=`,
 //! `GET|POST /signup?invitation=`. Their forms post back to the same path, whose handler runs
 //! the API's own code (`account_tokens::apply_*`, `accounts::create_account`); no JavaScript.
-//! Same look as the list pages ([`crate::pages`]); English only for now (there is no contact
-//! locale or project language to choose from before sign-in).
+//! Same look and languages as the list pages ([`crate::pages`]): the page's `lang` parameter
+//! (the mail's link carries the mail's language), else `Accept-Language`, else English
+//! ([`crate::language`]); the forms carry it in a hidden `lang` field to the page they post to.
 //!
 //! A GET never changes anything (mail scanners follow links); a token is spent only by the
 //! POST. Not in the OpenAPI document.
@@ -16,8 +17,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 
+use herald_core::account_i18n::{self, AccountStrings};
+
 use crate::account_mail::token_hash;
 use crate::error::ApiError;
+use crate::language::RequestLanguage;
 use crate::pages::{self, button_form, document, paragraph, password_form, status};
 use crate::routes::account_tokens::{apply_reset, apply_verification};
 use crate::routes::accounts::{Credentials, create_account};
@@ -36,17 +40,24 @@ struct TokenQuery {
     invitation: Option<String>,
 }
 
-fn page(code: StatusCode, title: &str, main: String) -> Response {
-    pages::respond(code, document("en", title, &main))
+fn page(lang: &AccountStrings, code: StatusCode, title: &str, main: String) -> Response {
+    pages::respond(code, document(lang.code, title, &main))
 }
 
-/// The error of a submitted form, as a page.
-fn error_page(e: &ApiError) -> Response {
-    let text = match e.errors.first() {
-        Some(f) => f.message.clone(),
-        None => e.message.clone(),
+/// The error of a submitted form, as a page in `lang` (the API's own message for errors no
+/// form of these pages expects).
+fn error_page(lang: &AccountStrings, e: &ApiError) -> Response {
+    let text = match e.code {
+        "INVALID_TOKEN" => lang.token_invalid.to_owned(),
+        "VALIDATION_ERROR" => lang.password_invalid.to_owned(),
+        "CONFLICT" => lang.account_exists.to_owned(),
+        "FORBIDDEN" => lang.signups_disabled.to_owned(),
+        _ => match e.errors.first() {
+            Some(f) => f.message.clone(),
+            None => e.message.clone(),
+        },
     };
-    page(e.status, "Something went wrong", paragraph(&text, ""))
+    page(lang, e.status, lang.error_title, paragraph(&text, ""))
 }
 
 fn form_fields(body: &Bytes) -> Vec<(String, String)> {
@@ -61,79 +72,108 @@ fn field(fields: &[(String, String)], name: &str) -> String {
         .unwrap_or_default()
 }
 
-fn missing_link() -> Response {
+/// The language of a posted form: its `lang` field if supported, else the request's.
+fn form_language(fields: &[(String, String)], request: RequestLanguage) -> &'static AccountStrings {
+    herald_core::list_i18n::supported(&field(fields, "lang"))
+        .map_or(request.0, |s| account_i18n::for_code(s.code))
+}
+
+fn missing_link(lang: &AccountStrings) -> Response {
     page(
+        lang,
         StatusCode::BAD_REQUEST,
-        "Invalid link",
-        paragraph(
-            "This link is incomplete. Open the link from the mail again.",
-            "",
-        ),
+        lang.incomplete_title,
+        paragraph(lang.incomplete_body, ""),
     )
 }
 
-async fn verify_page(Query(q): Query<TokenQuery>) -> Response {
+async fn verify_page(
+    RequestLanguage(lang): RequestLanguage,
+    Query(q): Query<TokenQuery>,
+) -> Response {
     let Some(token) = q.token.filter(|t| !t.is_empty()) else {
-        return missing_link();
+        return missing_link(lang);
     };
     page(
+        lang,
         StatusCode::OK,
-        "Verify your email address",
+        lang.verify_title,
         [
-            paragraph("Confirm that this address is yours.", ""),
-            button_form("/verify-email", "Verify email", &[("token", &token)]),
+            paragraph(lang.verify_prompt, ""),
+            button_form(
+                "/verify-email",
+                lang.verify_button,
+                &[("token", &token), ("lang", lang.code)],
+            ),
         ]
         .concat(),
     )
 }
 
-async fn verify_submit(State(state): State<AppState>, body: Bytes) -> Response {
-    let token = field(&form_fields(&body), "token");
-    match apply_verification(&state, &token).await {
+async fn verify_submit(
+    State(state): State<AppState>,
+    request: RequestLanguage,
+    body: Bytes,
+) -> Response {
+    let fields = form_fields(&body);
+    let lang = form_language(&fields, request);
+    match apply_verification(&state, &field(&fields, "token")).await {
         Ok(()) => page(
+            lang,
             StatusCode::OK,
-            "Email verified",
-            status("Your email address is verified.", ""),
+            lang.verified_title,
+            status(lang.verified_body, ""),
         ),
-        Err(e) => error_page(&e),
+        Err(e) => error_page(lang, &e),
     }
 }
 
-async fn reset_page(Query(q): Query<TokenQuery>) -> Response {
+async fn reset_page(
+    RequestLanguage(lang): RequestLanguage,
+    Query(q): Query<TokenQuery>,
+) -> Response {
     let Some(token) = q.token.filter(|t| !t.is_empty()) else {
-        return missing_link();
+        return missing_link(lang);
     };
     page(
+        lang,
         StatusCode::OK,
-        "Choose a new password",
+        lang.reset_title,
         password_form(
             "/reset-password",
-            "New password (8 to 256 characters)",
-            "Set password",
-            &[("token", &token)],
+            lang.reset_label,
+            lang.reset_button,
+            &[("token", &token), ("lang", lang.code)],
         ),
     )
 }
 
-async fn reset_submit(State(state): State<AppState>, body: Bytes) -> Response {
+async fn reset_submit(
+    State(state): State<AppState>,
+    request: RequestLanguage,
+    body: Bytes,
+) -> Response {
     let fields = form_fields(&body);
+    let lang = form_language(&fields, request);
     let token = field(&fields, "token");
     match apply_reset(&state, &token, field(&fields, "password")).await {
         Ok(()) => page(
+            lang,
             StatusCode::OK,
-            "Password changed",
-            status(
-                "Your password is changed and every session was signed out. Sign in with the new password.",
-                "",
-            ),
+            lang.reset_done_title,
+            status(lang.reset_done_body, ""),
         ),
-        Err(e) => error_page(&e),
+        Err(e) => error_page(lang, &e),
     }
 }
 
-async fn signup_page(State(state): State<AppState>, Query(q): Query<TokenQuery>) -> Response {
+async fn signup_page(
+    State(state): State<AppState>,
+    RequestLanguage(lang): RequestLanguage,
+    Query(q): Query<TokenQuery>,
+) -> Response {
     let Some(token) = q.invitation.filter(|t| !t.is_empty()) else {
-        return missing_link();
+        return missing_link(lang);
     };
     let invitation = match state
         .store
@@ -141,30 +181,33 @@ async fn signup_page(State(state): State<AppState>, Query(q): Query<TokenQuery>)
         .await
     {
         Ok(Some(i)) => i,
-        Ok(None) => return error_page(&crate::routes::account_tokens::invalid_token()),
-        Err(e) => return error_page(&ApiError::from(e)),
+        Ok(None) => return error_page(lang, &crate::routes::account_tokens::invalid_token()),
+        Err(e) => return error_page(lang, &ApiError::from(e)),
     };
     page(
+        lang,
         StatusCode::OK,
-        "Accept the invitation",
+        lang.invite_title,
         [
-            paragraph(
-                "Create the account {email} to join the project.",
-                &invitation.email,
-            ),
+            paragraph(lang.invite_prompt, &invitation.email),
             password_form(
                 "/signup",
-                "Password (8 to 256 characters)",
-                "Create account",
-                &[("invitation", &token)],
+                lang.invite_label,
+                lang.invite_button,
+                &[("invitation", &token), ("lang", lang.code)],
             ),
         ]
         .concat(),
     )
 }
 
-async fn signup_submit(State(state): State<AppState>, body: Bytes) -> Response {
+async fn signup_submit(
+    State(state): State<AppState>,
+    request: RequestLanguage,
+    body: Bytes,
+) -> Response {
     let fields = form_fields(&body);
+    let lang = form_language(&fields, request);
     let token = field(&fields, "invitation");
     let invitation = match state
         .store
@@ -172,22 +215,20 @@ async fn signup_submit(State(state): State<AppState>, body: Bytes) -> Response {
         .await
     {
         Ok(Some(i)) => i,
-        Ok(None) => return error_page(&crate::routes::account_tokens::invalid_token()),
-        Err(e) => return error_page(&ApiError::from(e)),
+        Ok(None) => return error_page(lang, &crate::routes::account_tokens::invalid_token()),
+        Err(e) => return error_page(lang, &ApiError::from(e)),
     };
     let credentials = Credentials {
         email: Some(invitation.email.clone()),
         password: Some(field(&fields, "password")),
     };
-    match create_account(&state, credentials).await {
+    match create_account(&state, credentials, lang).await {
         Ok((_, cookie)) => {
             let mut res = page(
+                lang,
                 StatusCode::CREATED,
-                "Welcome to Herald",
-                status(
-                    "Your account {email} was created and joined the project.",
-                    &invitation.email,
-                ),
+                lang.welcome_title,
+                status(lang.welcome_body, &invitation.email),
             );
             if let Some(c) = cookie
                 && let Ok(v) = c.parse()
@@ -196,6 +237,6 @@ async fn signup_submit(State(state): State<AppState>, body: Bytes) -> Response {
             }
             res.into_response()
         }
-        Err(e) => error_page(&e),
+        Err(e) => error_page(lang, &e),
     }
 }

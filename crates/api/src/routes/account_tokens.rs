@@ -21,6 +21,7 @@ use utoipa_axum::routes;
 use crate::account_mail::{TokenFor, send_token_mail, token_hash};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::ApiJson;
+use crate::language::RequestLanguage;
 use crate::routes::accounts::password_error;
 use crate::state::AppState;
 
@@ -127,6 +128,7 @@ async fn verify_email(
     responses((status = 200, body = Done), (status = 422), (status = 429)))]
 async fn request_verification(
     State(state): State<AppState>,
+    lang: RequestLanguage,
     ApiJson(body): ApiJson<EmailRequest>,
 ) -> ApiResult<Json<Done>> {
     let email = required_email(body.email)?;
@@ -137,7 +139,7 @@ async fn request_verification(
             user: Some(user.id),
             project: None,
         };
-        send_token_mail(&state, TokenKind::VerifyEmail, &email, whom, None).await?;
+        send_token_mail(&state, TokenKind::VerifyEmail, &email, whom, None, lang.0).await?;
     }
     Ok(Json(DONE))
 }
@@ -147,6 +149,7 @@ async fn request_verification(
     responses((status = 200, body = Done), (status = 422), (status = 429)))]
 async fn request_password_reset(
     State(state): State<AppState>,
+    lang: RequestLanguage,
     ApiJson(body): ApiJson<EmailRequest>,
 ) -> ApiResult<Json<Done>> {
     let email = required_email(body.email)?;
@@ -155,7 +158,7 @@ async fn request_password_reset(
             user: Some(user.id),
             project: None,
         };
-        send_token_mail(&state, TokenKind::PasswordReset, &email, whom, None).await?;
+        send_token_mail(&state, TokenKind::PasswordReset, &email, whom, None, lang.0).await?;
     }
     Ok(Json(DONE))
 }

@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use herald_core::account_i18n::AccountStrings;
 use herald_core::email::EmailAddress;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::kinds::{TokenKind, TrackingMode};
@@ -22,6 +23,7 @@ use crate::auth::session::SessionKeys;
 use crate::auth::{MaybeSession, Role, UserAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
+use crate::language::RequestLanguage;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -156,9 +158,10 @@ fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Resp
         (status = 429, description = "RATE_LIMIT_EXCEEDED: too many sign-ins waiting for a password check")))]
 async fn signup(
     State(state): State<AppState>,
+    lang: RequestLanguage,
     ApiJson(body): ApiJson<Credentials>,
 ) -> ApiResult<Response> {
-    let (user, cookie) = create_account(&state, body).await?;
+    let (user, cookie) = create_account(&state, body, lang.0).await?;
     Ok(match cookie {
         Some(c) => with_cookie(StatusCode::CREATED, c, UserResponse::from(&user)),
         None => (StatusCode::CREATED, Json(UserResponse::from(&user))).into_response(),
@@ -166,40 +169,24 @@ async fn signup(
 }
 
 /// Sign-up (the API and the invitation page): creates the user, turns invitations to the
-/// address into memberships, mails the verification link, and opens a session unless
-/// sign-in waits for a verified address.
+/// address into memberships, mails the verification link (in `lang`), and opens a session
+/// unless sign-in waits for a verified address.
 pub(crate) async fn create_account(
     state: &AppState,
     body: Credentials,
+    lang: &'static AccountStrings,
 ) -> ApiResult<(User, Option<String>)> {
-    if state.settings.disable_signups {
-        return Err(ApiError::forbidden(
-            "FORBIDDEN",
-            "Sign-ups are disabled on this server",
-        ));
-    }
+    refuse_if_signups_disabled(state)?;
     let (email, password) = parse_credentials(body)?;
-    let now = state.engine.now();
-    let user = User {
-        id: new_id(),
-        email: email.as_str().to_owned(),
-        password_hash: state.passwords.hash(password).await?,
-        created_at: now,
-        email_verified_at: None,
-    };
-    match state.store.create_user(&user).await {
+    let password_hash = state.passwords.hash(password).await?;
+    let user = match insert_user(state, &email, password_hash).await {
         Err(StoreError::Conflict(_)) => {
             return Err(ApiError::conflict(
                 "An account with this email already exists",
             ));
         }
         other => other?,
-    }
-    // Invitations to this address become memberships now.
-    state
-        .store
-        .accept_invitations(user.id, user.email.as_str(), now)
-        .await?;
+    };
     send_token_mail(
         state,
         TokenKind::VerifyEmail,
@@ -209,6 +196,7 @@ pub(crate) async fn create_account(
             project: None,
         },
         None,
+        lang,
     )
     .await?;
     if state.settings.require_email_verification {
@@ -217,6 +205,43 @@ pub(crate) async fn create_account(
     }
     let cookie = start_session(state, user.id).await?;
     Ok((user, Some(cookie)))
+}
+
+/// 403 `FORBIDDEN` when `DISABLE_SIGNUPS` is set (sign-up, the invitation page, and OAuth
+/// sign-in of an address with no account).
+pub(crate) fn refuse_if_signups_disabled(state: &AppState) -> ApiResult<()> {
+    if state.settings.disable_signups {
+        return Err(ApiError::forbidden(
+            "FORBIDDEN",
+            "Sign-ups are disabled on this server",
+        ));
+    }
+    Ok(())
+}
+
+/// Creates a user (`password_hash` may be [`User::NO_PASSWORD`]) and turns the invitations to
+/// its address into memberships: what every way of signing up shares. A taken address is
+/// `StoreError::Conflict`.
+pub(crate) async fn insert_user(
+    state: &AppState,
+    email: &EmailAddress,
+    password_hash: String,
+) -> Result<User, StoreError> {
+    let now = state.engine.now();
+    let user = User {
+        id: new_id(),
+        email: email.as_str().to_owned(),
+        password_hash,
+        created_at: now,
+        email_verified_at: None,
+    };
+    state.store.create_user(&user).await?;
+    // Invitations to this address become memberships now.
+    state
+        .store
+        .accept_invitations(user.id, user.email.as_str(), now)
+        .await?;
+    Ok(user)
 }
 
 /// Opens a server-side session for `user`; the `Set-Cookie` value carrying it.
@@ -251,10 +276,13 @@ async fn login(
         Some(e) => state.store.user_by_email(e.as_str()).await?,
         None => None,
     };
-    let ok = state
-        .passwords
-        .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
-        .await?;
+    // A user without a password (signed up with OAuth) is checked like an unknown address:
+    // refused, in the same time.
+    let hash = user
+        .as_ref()
+        .filter(|u| u.has_password())
+        .map(|u| u.password_hash.clone());
+    let ok = state.passwords.verify(password, hash).await?;
     let Some(user) = user.filter(|_| ok) else {
         if let Some(e) = &email {
             login_throttle::failed(&state, e.as_str()).await?;
@@ -503,7 +531,7 @@ async fn regenerate_keys(
 #[serde(rename_all = "camelCase")]
 pub struct PublicConfig {
     pub signups_enabled: bool,
-    /// Configured OAuth providers (none in this version).
+    /// Ids of the configured OAuth providers (`github`, `google`); see `/auth/oauth-config`.
     pub oauth_providers: Vec<String>,
     pub billing_enabled: bool,
     pub version: String,
@@ -514,7 +542,13 @@ pub struct PublicConfig {
 async fn public_config(State(state): State<AppState>) -> Json<PublicConfig> {
     Json(PublicConfig {
         signups_enabled: !state.settings.disable_signups,
-        oauth_providers: Vec::new(),
+        oauth_providers: state
+            .settings
+            .oauth
+            .configured()
+            .iter()
+            .map(|p| p.id().to_owned())
+            .collect(),
         billing_enabled: false,
         version: env!("CARGO_PKG_VERSION").to_owned(),
     })

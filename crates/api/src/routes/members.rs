@@ -30,6 +30,7 @@ use crate::account_mail::{TokenFor, send_token_mail};
 use crate::auth::UserAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, path_id};
+use crate::language::RequestLanguage;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -180,6 +181,7 @@ async fn list_members(
 async fn invite_member(
     State(state): State<AppState>,
     auth: UserAuth,
+    lang: RequestLanguage,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<InviteRequest>,
 ) -> ApiResult<Response> {
@@ -236,6 +238,8 @@ async fn invite_member(
         &email,
         whom,
         Some(&project.name),
+        // The inviter's language: Herald stores none per user.
+        lang.0,
     )
     .await?;
     Ok((

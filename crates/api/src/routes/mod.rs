@@ -17,6 +17,7 @@ pub mod health;
 pub mod list_pages;
 pub mod members;
 pub mod not_implemented;
+pub mod oauth;
 pub mod password;
 pub mod project_admin;
 pub mod security;

@@ -19,16 +19,10 @@ async fn payments_webhook() -> ApiError {
     ApiError::not_implemented("The payment provider webhook")
 }
 
-async fn oauth() -> ApiError {
-    ApiError::not_implemented("OAuth sign-in (GitHub, Google)")
-        .with_suggestion("Sign in with email and password: POST /auth/login")
-}
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/users/@me/projects/{id}/billing-invoices", get(billing))
         .route("/users/@me/projects/{id}/checkout", post(billing))
         .route("/users/@me/projects/{id}/billing-portal", post(billing))
         .route("/webhooks/incoming/payments", post(payments_webhook))
-        .route("/auth/oauth-config", get(oauth))
 }

@@ -11,7 +11,7 @@ use crate::mail_setup::{message_ids, outbox_project, wait_status};
 both_engines!(
     reset_wipes_data_and_keeps_the_project,
     setup_state_follows_the_first_steps,
-    payments_and_oauth_answer_501,
+    payments_answer_501,
 );
 
 async fn reset_wipes_data_and_keeps_the_project(engine: Engine) {
@@ -161,9 +161,9 @@ async fn setup_state_follows_the_first_steps(engine: Engine) {
     expect_error(res, 403, "PROJECT_ACCESS_DENIED").await;
 }
 
-/// Payments and OAuth are not implemented: a clear 501, never a fake success (limits and
-/// consumption work without a payment provider: billing.rs).
-async fn payments_and_oauth_answer_501(engine: Engine) {
+/// Payments are not implemented: a clear 501, never a fake success (limits and consumption
+/// work without a payment provider: billing.rs). OAuth is: oauth.rs.
+async fn payments_answer_501(engine: Engine) {
     let app = engine.app().await;
     let p = app.project().await;
     let base = format!("/users/@me/projects/{}", p.id);
@@ -172,7 +172,6 @@ async fn payments_and_oauth_answer_501(engine: Engine) {
         (Method::POST, format!("{base}/checkout")),
         (Method::POST, format!("{base}/billing-portal")),
         (Method::POST, "/webhooks/incoming/payments".to_owned()),
-        (Method::GET, "/auth/oauth-config".to_owned()),
     ] {
         let res = app
             .call_with(&p.owner, m.clone(), &path, None, Some(&json!({})))

@@ -5,6 +5,7 @@ mod helpers;
 mod mail_setup;
 
 mod acceptance;
+mod account_languages;
 mod account_limits;
 mod account_members;
 mod account_pages;
@@ -41,6 +42,8 @@ mod leases;
 mod memory;
 mod metrics;
 mod nul_input;
+mod oauth;
+mod oauth_provider;
 mod openapi;
 mod outbox;
 mod plunk_node;

@@ -150,6 +150,9 @@ async fn openapi_declares_what_the_handlers_answer(engine: Engine) {
                 "/auth/request-verification",
                 "/auth/request-password-reset",
                 "/auth/reset-password",
+                "/auth/oauth-config",
+                "/auth/oauth/{provider}",
+                "/auth/oauth/{provider}/callback",
             ];
             assert!(has("429"), "{method} {path}");
             assert!(
