@@ -24,6 +24,7 @@ pub mod link_token;
 pub mod list_i18n;
 pub mod message_status;
 pub mod net;
+pub mod payments;
 pub mod redact;
 pub mod rules;
 pub mod secret;
