@@ -61,6 +61,7 @@ const PUBLIC: &[&str] = &[
     "/auth/request-password-reset",
     "/auth/reset-password",
     "/webhooks/notifications",
+    "/webhooks/incoming/payments",
 ];
 
 enum Caller {

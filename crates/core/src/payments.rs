@@ -108,6 +108,8 @@ pub enum PaymentChange {
         project: Option<Uuid>,
         customer: Option<String>,
         subscription: Option<String>,
+        /// `payment_status` is `paid` or `no_payment_required`.
+        paid: bool,
     },
     /// `customer.subscription.created|updated|deleted`.
     Subscription {
@@ -123,6 +125,67 @@ pub enum PaymentChange {
     },
     /// Any other type (named): answered 200, nothing changes.
     Ignored(String),
+}
+
+/// A project's standing with the provider, as its webhooks reported it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PaymentState {
+    pub customer: Option<String>,
+    pub subscription: Option<String>,
+    pub status: Option<String>,
+    /// The provider's time of the event that set `status` (0: none yet).
+    pub status_at: Millis,
+}
+
+impl PaymentState {
+    /// The state after `change`, created by the provider at `created`. A status change older
+    /// than the one applied is skipped (the provider does not deliver in order); a completed
+    /// checkout links the customer and subscription, and marks a paid one `active` until a
+    /// subscription event says otherwise; a failed invoice makes a live subscription
+    /// `past_due`. The customer, once set, never changes.
+    pub fn apply(mut self, change: &PaymentChange, created: Millis) -> PaymentState {
+        let newer = created >= self.status_at;
+        match change {
+            PaymentChange::CheckoutCompleted {
+                customer,
+                subscription,
+                paid,
+                ..
+            } => {
+                self.customer = self.customer.or_else(|| customer.clone());
+                if subscription.is_some() {
+                    self.subscription = subscription.clone();
+                }
+                if *paid && self.status.is_none() {
+                    self.status = Some("active".into());
+                }
+            }
+            PaymentChange::Subscription {
+                customer,
+                subscription,
+                status,
+                ..
+            } if newer => {
+                self.customer = self.customer.or_else(|| Some(customer.clone()));
+                self.subscription = Some(subscription.clone());
+                self.status = Some(status.clone());
+                self.status_at = created;
+            }
+            PaymentChange::PaymentFailed { subscription, .. } if newer => {
+                let same = subscription.is_none() || *subscription == self.subscription;
+                let live = matches!(
+                    self.status.as_deref(),
+                    None | Some("active" | "trialing" | "past_due")
+                );
+                if same && live {
+                    self.status = Some("past_due".into());
+                    self.status_at = created;
+                }
+            }
+            _ => {}
+        }
+        self
+    }
 }
 
 /// Why a signed body is not an event.
@@ -161,6 +224,10 @@ pub fn parse_stripe_event(body: &[u8]) -> Result<PaymentEvent, MalformedEvent> {
             project: project_of(object),
             customer: customer(object),
             subscription: text(object, "subscription"),
+            paid: matches!(
+                text(object, "payment_status").as_deref(),
+                Some("paid" | "no_payment_required")
+            ),
         },
         "customer.subscription.created"
         | "customer.subscription.updated"
@@ -297,6 +364,7 @@ mod tests {
                 project: Some(p),
                 customer: Some("cus_1".into()),
                 subscription: Some("sub_1".into()),
+                paid: false,
             }
         );
     }
@@ -318,6 +386,42 @@ mod tests {
         );
         assert_eq!(subscription_status(Some("<script>")), "unknown");
         assert_eq!(subscription_status(None), "unknown");
+    }
+
+    #[test]
+    fn later_events_win_and_late_older_ones_are_skipped() {
+        let sub = |status: &str| PaymentChange::Subscription {
+            project: None,
+            customer: "cus_1".into(),
+            subscription: "sub_1".into(),
+            status: status.into(),
+        };
+        let checkout = PaymentChange::CheckoutCompleted {
+            project: None,
+            customer: Some("cus_1".into()),
+            subscription: Some("sub_1".into()),
+            paid: true,
+        };
+        let s = PaymentState::default().apply(&checkout, 10);
+        assert_eq!(s.status.as_deref(), Some("active"));
+        assert_eq!(s.status_at, 0, "a checkout does not order statuses");
+        let s = s.apply(&sub("past_due"), 20).apply(&sub("active"), 15);
+        assert_eq!(s.status.as_deref(), Some("past_due"));
+        let failed = PaymentChange::PaymentFailed {
+            customer: "cus_1".into(),
+            subscription: Some("sub_1".into()),
+        };
+        let s = s.apply(&sub("canceled"), 30).apply(&failed, 40);
+        assert_eq!(
+            s.status.as_deref(),
+            Some("canceled"),
+            "a canceled one stays"
+        );
+        let s = PaymentState::default()
+            .apply(&sub("active"), 5)
+            .apply(&failed, 6);
+        assert_eq!(s.status.as_deref(), Some("past_due"));
+        assert_eq!(s.customer.as_deref(), Some("cus_1"));
     }
 
     #[test]

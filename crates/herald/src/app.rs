@@ -50,6 +50,8 @@ impl Application {
         config: Config,
         clock: herald_core::clock::SharedClock,
     ) -> anyhow::Result<Application> {
+        // An incomplete payment setup is a startup error, not a 502 at the first checkout.
+        config.stripe()?;
         let store = open_store(&config).await?;
         let secret = config.load_or_create_secret()?;
         let settings = ApiSettings {

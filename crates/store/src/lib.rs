@@ -39,6 +39,7 @@ mod like;
 pub mod members;
 pub mod messages;
 mod metrics;
+pub mod payments;
 pub mod project_reset;
 pub mod retention;
 mod savepoint;

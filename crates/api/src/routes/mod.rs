@@ -18,6 +18,8 @@ pub mod list_pages;
 pub mod members;
 pub mod not_implemented;
 pub mod password;
+pub mod payment_webhook;
+pub mod payments;
 pub mod project_admin;
 pub mod security;
 pub mod segments;
