@@ -43,6 +43,7 @@ mod metrics;
 mod nul_input;
 mod openapi;
 mod outbox;
+mod payments;
 mod plunk_node;
 mod retention;
 mod secrets;
