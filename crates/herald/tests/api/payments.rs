@@ -4,7 +4,7 @@
 //! missing signatures, applies a replay once), Stripe failures as 502, roles and disabled
 //! projects, and 501 on a server with no provider.
 
-mod stand_in;
+pub mod stand_in;
 
 use herald_core::clock::Clock;
 use herald_core::payments::stripe_signature;
@@ -31,16 +31,16 @@ const WEBHOOK_SECRET: &str = "whsec_test_standin";
 const SECRET_KEY: &str = "sk_test_standin";
 const PRICE: &str = "price_test_pro";
 
+/// Turns payments on with Stripe's API at `api_base` (a stand-in).
+pub fn use_stripe(c: &mut herald::Config, api_base: &str) {
+    c.stripe_secret_key = Some(SECRET_KEY.into());
+    c.stripe_webhook_secret = Some(WEBHOOK_SECRET.into());
+    c.stripe_price_id = Some(PRICE.into());
+    c.stripe_api_base = api_base.to_owned();
+}
+
 async fn stripe_app(engine: Engine, api_base: &str) -> TestApp {
-    let base = api_base.to_owned();
-    engine
-        .app_with(move |c| {
-            c.stripe_secret_key = Some(SECRET_KEY.into());
-            c.stripe_webhook_secret = Some(WEBHOOK_SECRET.into());
-            c.stripe_price_id = Some(PRICE.into());
-            c.stripe_api_base = base;
-        })
-        .await
+    engine.app_with(|c| use_stripe(c, api_base)).await
 }
 
 async fn account_call(
