@@ -212,7 +212,7 @@ pub fn parse_stripe_event(body: &[u8]) -> Result<PaymentEvent, MalformedEvent> {
     let object = v.pointer("/data/object").unwrap_or(&Value::Null);
     let project_of = |o: &Value| {
         text(o, "client_reference_id")
-            .or_else(|| o.pointer("/metadata/project_id").and_then(|p| text_of(p)))
+            .or_else(|| o.pointer("/metadata/project_id").and_then(text_of))
             .and_then(|s| parse_id(&s))
     };
     // `customer` is an id, or the expanded object holding one.
