@@ -135,16 +135,22 @@ impl Store {
                             .bind(now - EVENT_IDS_KEPT_MS)
                             .execute(&mut *conn)
                             .await?;
-                        let row: Option<PaymentAccount> = sqlx::query_as(SELECT_ACCOUNT)
-                            .bind(project)
-                            .fetch_optional(&mut *conn)
-                            .await?;
+                        // Creates the row if need be and locks it (on PostgreSQL), so two
+                        // events of one project apply one after the other, each on the
+                        // other's result.
+                        let row: PaymentAccount = sqlx::query_as(
+                            "INSERT INTO payment_accounts (project_id, updated_at) VALUES ($1, $2) \
+                             ON CONFLICT (project_id) DO UPDATE SET updated_at = payment_accounts.updated_at \
+                             RETURNING customer_id, subscription_id, status, status_at, updated_at",
+                        )
+                        .bind(project)
+                        .bind(now)
+                        .fetch_one(&mut *conn)
+                        .await?;
                         let next = state_of(row).apply(&event.change, event.created);
                         sqlx::query(
-                            "INSERT INTO payment_accounts (project_id, customer_id, subscription_id, \
-                             status, status_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) \
-                             ON CONFLICT (project_id) DO UPDATE SET customer_id = $2, \
-                             subscription_id = $3, status = $4, status_at = $5, updated_at = $6",
+                            "UPDATE payment_accounts SET customer_id = $2, subscription_id = $3, \
+                             status = $4, status_at = $5, updated_at = $6 WHERE project_id = $1",
                         )
                         .bind(project)
                         .bind(&next.customer)
@@ -164,11 +170,11 @@ impl Store {
     }
 }
 
-fn state_of(row: Option<PaymentAccount>) -> PaymentState {
-    row.map_or_else(PaymentState::default, |r| PaymentState {
+fn state_of(r: PaymentAccount) -> PaymentState {
+    PaymentState {
         customer: r.customer_id,
         subscription: r.subscription_id,
         status: r.status,
         status_at: r.status_at,
-    })
+    }
 }

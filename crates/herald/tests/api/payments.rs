@@ -23,6 +23,7 @@ both_engines!(
     a_webhook_for_a_project_without_checkout_links_its_customer,
     forged_stale_and_missing_signatures_are_refused_and_change_nothing,
     stripe_failures_answer_502_and_store_nothing,
+    a_stripe_that_does_not_answer_within_10_s_is_a_502,
     members_are_refused_and_a_disabled_project_refuses_payment_writes,
     without_a_provider_payments_answer_501,
 );
@@ -390,6 +391,21 @@ async fn stripe_failures_answer_502_and_store_nothing(engine: Engine) {
             .contains("could not be reached"),
         "{e}"
     );
+}
+
+async fn a_stripe_that_does_not_answer_within_10_s_is_a_502(engine: Engine) {
+    let stripe = StripeStandIn::start().await;
+    let app = stripe_app(engine, &stripe.base).await;
+    let p = app.project().await;
+    stripe.hang(true);
+    let started = std::time::Instant::now();
+    let e = expect_error(checkout(&app, &p).await, 502, "PAYMENT_PROVIDER_ERROR").await;
+    assert!(
+        e["message"].as_str().unwrap().contains("within 10 s"),
+        "{e}"
+    );
+    let waited = started.elapsed().as_secs_f64();
+    assert!((9.5..12.0).contains(&waited), "{waited} s");
 }
 
 async fn members_are_refused_and_a_disabled_project_refuses_payment_writes(engine: Engine) {

@@ -1,6 +1,7 @@
 //! A loopback stand-in for the four Stripe endpoints Herald calls. It records every request
 //! (method, path, query, the headers that matter, the form) and answers like Stripe's API;
-//! `fail(true)` makes every endpoint answer Stripe's 500 error shape.
+//! `fail(true)` makes every endpoint answer Stripe's 500 error shape, `hang(true)` makes the
+//! checkout endpoint answer only after 12 s (past Herald's 10 s timeout).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,6 +35,7 @@ impl Recorded {
 struct Shared {
     requests: Mutex<Vec<Recorded>>,
     failing: AtomicBool,
+    hanging: AtomicBool,
     customers: AtomicUsize,
 }
 
@@ -62,6 +64,10 @@ impl StripeStandIn {
 
     pub fn fail(&self, on: bool) {
         self.shared.failing.store(on, Ordering::SeqCst);
+    }
+
+    pub fn hang(&self, on: bool) {
+        self.shared.hanging.store(on, Ordering::SeqCst);
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -127,6 +133,9 @@ async fn checkout(
     record(&s, &uri, &headers, form);
     if let Some(f) = failure(&s) {
         return f;
+    }
+    if s.hanging.load(Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_secs(12)).await;
     }
     Json(json!({"id": "cs_test_1", "object": "checkout.session",
         "url": "https://checkout.stripe.test/c/pay/cs_test_1"}))
