@@ -142,9 +142,22 @@ impl PaymentState {
     /// than the one applied is skipped (the provider does not deliver in order); a completed
     /// checkout links the customer and subscription, and marks a paid one `active` until a
     /// subscription event says otherwise; a failed invoice makes a live subscription
-    /// `past_due`. The customer, once set, never changes.
+    /// `past_due`. The customer, once set, never changes, and an event about another
+    /// customer changes nothing.
     pub fn apply(mut self, change: &PaymentChange, created: Millis) -> PaymentState {
         let newer = created >= self.status_at;
+        // An event about another customer than the project's says nothing about it.
+        let theirs = match change {
+            PaymentChange::CheckoutCompleted { customer, .. } => customer.as_deref(),
+            PaymentChange::Subscription { customer, .. }
+            | PaymentChange::PaymentFailed { customer, .. } => Some(customer.as_str()),
+            PaymentChange::Ignored(_) => None,
+        };
+        if let (Some(ours), Some(theirs)) = (self.customer.as_deref(), theirs)
+            && ours != theirs
+        {
+            return self;
+        }
         match change {
             PaymentChange::CheckoutCompleted {
                 customer,
@@ -422,6 +435,13 @@ mod tests {
             .apply(&failed, 6);
         assert_eq!(s.status.as_deref(), Some("past_due"));
         assert_eq!(s.customer.as_deref(), Some("cus_1"));
+        let other = PaymentChange::Subscription {
+            project: None,
+            customer: "cus_2".into(),
+            subscription: "sub_2".into(),
+            status: "canceled".into(),
+        };
+        assert_eq!(s.clone().apply(&other, 100), s, "another customer's event");
     }
 
     #[test]
