@@ -58,12 +58,14 @@ pub fn documented() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::segments::router())
         .merge(routes::campaigns::router())
         .merge(routes::billing::router())
+        .merge(routes::payments::router())
         .merge(routes::workflows::router())
         .merge(routes::password::router())
         .merge(routes::send::router())
         .merge(routes::emails::router())
         .merge(routes::verify::router())
         .merge(routes::webhooks::router())
+        .merge(routes::payment_webhook::router())
         .merge(routes::track::router())
         .merge(routes::analytics::router())
         .merge(routes::uploads::router())
@@ -94,7 +96,6 @@ pub fn router(state: AppState) -> Router {
     .route("/metrics", get(metrics::scrape))
     // The pages of account mail links: inside authentication for the per-client limit.
     .merge(routes::account_pages::router())
-    .merge(routes::not_implemented::router())
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
     // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.

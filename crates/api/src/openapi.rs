@@ -64,6 +64,7 @@ const PUBLIC: &[&str] = &[
     "/auth/oauth/{provider}",
     "/auth/oauth/{provider}/callback",
     "/webhooks/notifications",
+    "/webhooks/incoming/payments",
 ];
 
 enum Caller {

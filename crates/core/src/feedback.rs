@@ -218,7 +218,7 @@ pub fn generic_signature(secret: &[u8], t: i64, body: &[u8]) -> String {
 }
 
 /// The MAC of `"<t>.<body>"` (HMAC takes keys of any length, so this is always `Some`).
-fn keyed(secret: &[u8], t: i64, body: &[u8]) -> Option<Hmac<Sha256>> {
+pub(crate) fn keyed(secret: &[u8], t: i64, body: &[u8]) -> Option<Hmac<Sha256>> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).ok()?;
     mac.update(t.to_string().as_bytes());
     mac.update(b".");
@@ -226,7 +226,7 @@ fn keyed(secret: &[u8], t: i64, body: &[u8]) -> Option<Hmac<Sha256>> {
     Some(mac)
 }
 
-fn hex_lower(bytes: &[u8]) -> String {
+pub(crate) fn hex_lower(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -236,7 +236,7 @@ fn hex_lower(bytes: &[u8]) -> String {
     s
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }

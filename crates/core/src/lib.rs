@@ -26,6 +26,7 @@ pub mod list_i18n;
 pub mod message_status;
 pub mod net;
 pub mod oauth_state;
+pub mod payments;
 pub mod redact;
 pub mod rules;
 pub mod secret;

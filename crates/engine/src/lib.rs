@@ -13,6 +13,7 @@ mod job_lease;
 pub mod links;
 pub mod list_pages;
 pub mod metrics;
+pub mod payments;
 pub mod retention;
 pub mod secret_rotation;
 pub mod segments;
@@ -59,6 +60,8 @@ pub struct EngineInner {
     pub sns: feedback::sns::SnsState,
     /// The base of each project's WEBHOOK signing secret.
     pub webhook_key: herald_core::secret::DerivedKey,
+    /// The payment provider, when one is configured (Stripe).
+    pub payments: Option<Arc<dyn payments::PaymentProvider>>,
 }
 
 /// Shared handle to the services; cheap to clone.
@@ -81,8 +84,13 @@ impl Engine {
             settings.smtp_max_connections,
         )?;
         let sns = feedback::sns::SnsState::new(settings.sns_test_certificate.as_deref())?;
+        let payments = match &settings.stripe {
+            Some(s) => Some(Arc::new(payments::Stripe::new(s.clone())?) as Arc<_>),
+            None => None,
+        };
         Ok(Engine(Arc::new(EngineInner {
             sns,
+            payments,
             sealer: Sealer::for_dkim(secret),
             webhook_key: herald_core::secret::derive(
                 secret,

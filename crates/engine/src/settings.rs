@@ -61,6 +61,8 @@ pub struct EngineSettings {
     pub webhook_allow_private: bool,
     /// How long a WEBHOOK call may take.
     pub webhook_timeout: Duration,
+    /// The payment provider; `None`: payments answer 501.
+    pub stripe: Option<crate::payments::StripeSettings>,
 }
 
 /// Every field, the relay URL's userinfo (its credential) hidden.
@@ -100,6 +102,7 @@ impl std::fmt::Debug for EngineSettings {
             .field("upload_max_bytes", &self.upload_max_bytes)
             .field("webhook_allow_private", &self.webhook_allow_private)
             .field("webhook_timeout", &self.webhook_timeout)
+            .field("stripe", &self.stripe)
             .finish_non_exhaustive()
     }
 }
@@ -135,6 +138,7 @@ impl EngineSettings {
             reputation: Default::default(),
             webhook_allow_private: false,
             webhook_timeout: Duration::from_secs(10),
+            stripe: None,
         }
     }
 }
@@ -148,5 +152,15 @@ mod tests {
         let d = format!("{s:?}");
         assert!(!d.contains("topsecret") && !d.contains("apikey"), "{d}");
         assert!(d.contains("relay.example:587"), "{d}");
+        s.stripe = Some(crate::payments::StripeSettings {
+            secret_key: "sk_test_topsecret".into(),
+            webhook_secret: "whsec_topsecret".into(),
+            price_id: "price_1".into(),
+            api_base: "https://api.stripe.com".into(),
+            timeout: std::time::Duration::from_secs(10),
+        });
+        let d = format!("{s:?}");
+        assert!(!d.contains("topsecret"), "{d}");
+        assert!(d.contains("price_1"), "{d}");
     }
 }

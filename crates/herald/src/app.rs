@@ -52,6 +52,8 @@ impl Application {
     ) -> anyhow::Result<Application> {
         // A half-configured OAuth provider stops startup before anything is opened.
         let oauth = config.oauth_settings()?;
+        // An incomplete payment setup is a startup error, not a 502 at the first checkout.
+        config.stripe()?;
         let store = open_store(&config).await?;
         let secret = config.load_or_create_secret()?;
         let settings = ApiSettings {

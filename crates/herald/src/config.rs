@@ -141,6 +141,15 @@ pub struct Config {
     pub complaint_rate_critical: f64,
     /// Messages a project must have sent in 7 days before a critical rate disables it.
     pub security_min_messages: i64,
+    /// Stripe secret API key (`sk_...`); set, it turns payments on (checkout, billing portal,
+    /// invoices, the payment webhook) and requires the webhook secret and the price id.
+    pub stripe_secret_key: Option<String>,
+    /// Signing secret of Stripe's webhook endpoint (`whsec_...`).
+    pub stripe_webhook_secret: Option<String>,
+    /// The Stripe price a checkout subscribes to (`price_...`).
+    pub stripe_price_id: Option<String>,
+    /// Base URL of Stripe's API.
+    pub stripe_api_base: String,
 }
 
 /// How log lines are written.
@@ -253,6 +262,10 @@ impl Default for Config {
             complaint_rate_warning: 0.001,
             complaint_rate_critical: 0.003,
             security_min_messages: 100,
+            stripe_secret_key: None,
+            stripe_webhook_secret: None,
+            stripe_price_id: None,
+            stripe_api_base: "https://api.stripe.com".into(),
         }
     }
 }
@@ -414,7 +427,55 @@ impl Config {
             },
             webhook_allow_private: self.webhook_allow_private,
             webhook_timeout: secs(self.webhook_timeout_secs.clamp(0.1, 60.0)),
+            // Checked by `Application::build` (`stripe()`), which refuses an incomplete one.
+            stripe: self.stripe().ok().flatten(),
         }
+    }
+
+    /// The Stripe settings: `None` without a secret key; an error naming what is missing
+    /// when the key is set without the webhook secret or the price id, or with a bad API base.
+    pub fn stripe(&self) -> anyhow::Result<Option<herald_engine::payments::StripeSettings>> {
+        let set = |v: &Option<String>| {
+            v.as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let Some(secret_key) = set(&self.stripe_secret_key) else {
+            return Ok(None);
+        };
+        let missing: Vec<&str> = [
+            ("HERALD_STRIPE_WEBHOOK_SECRET", &self.stripe_webhook_secret),
+            ("HERALD_STRIPE_PRICE_ID", &self.stripe_price_id),
+        ]
+        .into_iter()
+        .filter(|(_, v)| set(v).is_none())
+        .map(|(name, _)| name)
+        .collect();
+        anyhow::ensure!(
+            missing.is_empty(),
+            "HERALD_STRIPE_SECRET_KEY is set, so payments are on, but {} {} not: set {} \
+             (Stripe dashboard: Developers > Webhooks for the signing secret, Products for \
+             the price), or unset HERALD_STRIPE_SECRET_KEY",
+            missing.join(" and "),
+            if missing.len() == 1 { "is" } else { "are" },
+            if missing.len() == 1 { "it" } else { "them" },
+        );
+        let api_base = self.stripe_api_base.trim().trim_end_matches('/').to_owned();
+        anyhow::ensure!(
+            api_base
+                .strip_prefix("https://")
+                .or_else(|| api_base.strip_prefix("http://"))
+                .is_some_and(|host| !host.is_empty() && !host.contains(char::is_whitespace)),
+            "HERALD_STRIPE_API_BASE must be an http(s) URL, not {api_base:?}"
+        );
+        Ok(Some(herald_engine::payments::StripeSettings {
+            secret_key,
+            webhook_secret: set(&self.stripe_webhook_secret).unwrap_or_default(),
+            price_id: set(&self.stripe_price_id).unwrap_or_default(),
+            api_base,
+            timeout: std::time::Duration::from_secs(10),
+        }))
     }
 
     /// The signing secret: configured, or read from (and first generated into) the data directory.
@@ -455,6 +516,14 @@ impl Config {
         ] {
             *s = s.as_ref().map(|_| "[redacted]".to_owned());
         }
+        c.stripe_secret_key = c
+            .stripe_secret_key
+            .as_ref()
+            .map(|_| "[redacted]".to_owned());
+        c.stripe_webhook_secret = c
+            .stripe_webhook_secret
+            .as_ref()
+            .map(|_| "[redacted]".to_owned());
         toml::to_string_pretty(&c).unwrap_or_default()
     }
 
@@ -595,5 +664,44 @@ mod tests {
         }
         let engine = format!("{:?}", relay.engine_settings());
         assert!(!engine.contains("tok_live_abc"), "{engine}");
+        let stripe = Config {
+            stripe_secret_key: Some("sk_live_hidden".into()),
+            stripe_webhook_secret: Some("whsec_hidden".into()),
+            stripe_price_id: Some("price_shown".into()),
+            ..Config::default()
+        };
+        for shown in [
+            format!("{stripe:?}"),
+            stripe.redacted_toml(),
+            format!("{:?}", stripe.engine_settings()),
+        ] {
+            assert!(!shown.contains("hidden"), "{shown}");
+            assert!(shown.contains("price_shown"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn stripe_is_off_without_a_key_and_incomplete_settings_are_refused() {
+        let c = Config::layered(None, env(&[])).unwrap();
+        assert!(c.stripe().unwrap().is_none());
+        let c = Config::layered(None, env(&[("HERALD_STRIPE_SECRET_KEY", "sk_test_1")])).unwrap();
+        let err = c.stripe().unwrap_err().to_string();
+        assert!(
+            err.contains("HERALD_STRIPE_WEBHOOK_SECRET") && err.contains("HERALD_STRIPE_PRICE_ID"),
+            "{err}"
+        );
+        let c = Config::layered(
+            None,
+            env(&[
+                ("HERALD_STRIPE_SECRET_KEY", "sk_test_1"),
+                ("HERALD_STRIPE_WEBHOOK_SECRET", "whsec_1"),
+                ("HERALD_STRIPE_PRICE_ID", "price_1"),
+                ("HERALD_STRIPE_API_BASE", "http://127.0.0.1:9/"),
+            ]),
+        )
+        .unwrap();
+        let s = c.stripe().unwrap().expect("configured");
+        assert_eq!(s.api_base, "http://127.0.0.1:9");
+        assert_eq!(s.price_id, "price_1");
     }
 }

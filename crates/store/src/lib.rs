@@ -40,6 +40,7 @@ pub mod members;
 pub mod messages;
 mod metrics;
 pub mod oauth_identities;
+pub mod payments;
 pub mod project_reset;
 pub mod retention;
 mod savepoint;

@@ -1,9 +1,10 @@
 //! Billing caps and consumption (DECISIONS.md "Billing"): `GET/PUT
 //! /users/@me/projects/{id}/billing-limits` (any member reads; an owner or admin changes, not
-//! on a disabled project) and `GET .../billing-consumption` (this calendar month in UTC).
+//! on a disabled project) and `GET .../billing-consumption` (this calendar month in UTC, and
+//! the project's subscription as the payment provider last reported it, or null).
 //! Sends over a cap are refused with 402 where they are accepted (`/v1/send`, campaign send
-//! and fan-out). Checkout, portal, invoices and the payment webhook need a payment provider,
-//! which this version cannot configure (`not_implemented.rs`).
+//! and fan-out). Checkout, portal and invoices go through the configured payment provider
+//! (`payments.rs`, 501 without one), its events arrive at `payment_webhook.rs`.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -79,6 +80,31 @@ pub struct BillingConsumption {
     pub campaigns: i64,
     pub workflows: i64,
     pub inbound: i64,
+    /// The project's subscription at the payment provider; null before any checkout.
+    pub subscription: Option<SubscriptionState>,
+}
+
+/// A project's standing with the payment provider, as its webhooks last reported it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionState {
+    /// The provider's status (`active`, `trialing`, `past_due`, `canceled`, `unpaid`,
+    /// `incomplete`, `incomplete_expired`, `paused`, `unknown`); null until an event says.
+    pub status: Option<String>,
+    pub customer_id: Option<String>,
+    pub subscription_id: Option<String>,
+    pub updated_at: String,
+}
+
+impl From<herald_store::payments::PaymentAccount> for SubscriptionState {
+    fn from(a: herald_store::payments::PaymentAccount) -> Self {
+        Self {
+            status: a.status,
+            customer_id: a.customer_id,
+            subscription_id: a.subscription_id,
+            updated_at: iso(a.updated_at),
+        }
+    }
 }
 
 /// The project's monthly caps.
@@ -141,7 +167,7 @@ async fn put_limits(
     Ok(Json(limits.into()))
 }
 
-/// Messages queued this calendar month (UTC), per category.
+/// Messages queued this calendar month (UTC), per category, and the subscription.
 #[utoipa::path(get, path = "/users/@me/projects/{id}/billing-consumption", tag = "account",
     params(("id" = String, Path)),
     responses((status = 200, body = BillingConsumption), (status = 403), (status = 404)))]
@@ -155,6 +181,7 @@ async fn get_consumption(
         .store
         .billing_consumption(project.id, state.engine.now())
         .await?;
+    let subscription = state.store.payment_account(project.id).await?;
     let used = |k: Category| c.used.iter().find(|(c, _)| *c == k).map_or(0, |(_, n)| *n);
     Ok(Json(BillingConsumption {
         period_start: iso(c.period_start),
@@ -163,5 +190,6 @@ async fn get_consumption(
         campaigns: used(Category::Campaigns),
         workflows: used(Category::Workflows),
         inbound: used(Category::Inbound),
+        subscription: subscription.map(Into::into),
     }))
 }

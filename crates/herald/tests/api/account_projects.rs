@@ -11,7 +11,6 @@ use crate::mail_setup::{message_ids, outbox_project, wait_status};
 both_engines!(
     reset_wipes_data_and_keeps_the_project,
     setup_state_follows_the_first_steps,
-    payments_answer_501,
 );
 
 async fn reset_wipes_data_and_keeps_the_project(engine: Engine) {
@@ -159,23 +158,4 @@ async fn setup_state_follows_the_first_steps(engine: Engine) {
         .call_with(&stranger, Method::GET, &path, None, None)
         .await;
     expect_error(res, 403, "PROJECT_ACCESS_DENIED").await;
-}
-
-/// Payments are not implemented: a clear 501, never a fake success (limits and consumption
-/// work without a payment provider: billing.rs). OAuth is: oauth.rs.
-async fn payments_answer_501(engine: Engine) {
-    let app = engine.app().await;
-    let p = app.project().await;
-    let base = format!("/users/@me/projects/{}", p.id);
-    for (m, path) in [
-        (Method::GET, format!("{base}/billing-invoices")),
-        (Method::POST, format!("{base}/checkout")),
-        (Method::POST, format!("{base}/billing-portal")),
-        (Method::POST, "/webhooks/incoming/payments".to_owned()),
-    ] {
-        let res = app
-            .call_with(&p.owner, m.clone(), &path, None, Some(&json!({})))
-            .await;
-        expect_error(res, 501, "NOT_IMPLEMENTED").await;
-    }
 }

@@ -46,6 +46,7 @@ mod oauth;
 mod oauth_provider;
 mod openapi;
 mod outbox;
+mod payments;
 mod plunk_node;
 mod retention;
 mod secrets;
