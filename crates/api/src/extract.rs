@@ -153,16 +153,28 @@ pub async fn refuse_nul_in_url(req: Request, next: Next) -> Response {
     }
 }
 
-/// The decoded query pairs, or the 422 for the first parameter holding a NUL.
+/// The decoded query pairs, or the 422 for the first parameter holding a NUL or given more
+/// than once (every parameter takes one value, so a repeated one is ambiguous, not ignored).
 fn checked_query(q: &str) -> Result<Vec<(String, String)>, ApiError> {
     let pairs = form_pairs(q);
-    match pairs
+    if let Some((k, _)) = pairs
         .iter()
         .find(|(k, v)| k.contains('\0') || v.contains('\0'))
     {
-        Some((k, _)) => Err(nul_error(escape_nul(k))),
-        None => Ok(pairs),
+        return Err(nul_error(escape_nul(k)));
     }
+    let repeated = pairs
+        .iter()
+        .enumerate()
+        .find(|(i, (k, _))| pairs[..*i].iter().any(|(seen, _)| seen == k));
+    if let Some((_, (k, _))) = repeated {
+        return Err(ApiError::field(
+            k.clone(),
+            format!("{k} is given more than once"),
+            "duplicate_parameter",
+        ));
+    }
+    Ok(pairs)
 }
 
 fn nul_error(field: String) -> ApiError {
@@ -242,6 +254,14 @@ fn form_pairs(q: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_query_parameter_is_refused() {
+        assert!(checked_query("limit=5&cursor=").is_ok());
+        let err = checked_query("minutes=&limit=2&minutes=5").unwrap_err();
+        assert_eq!(err.errors[0].field, "minutes");
+        assert_eq!(err.errors[0].code, "duplicate_parameter");
+    }
 
     #[test]
     fn decodes_query_pairs() {

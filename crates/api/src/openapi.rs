@@ -12,7 +12,8 @@
 //! - each operation names who may call it (`security`): nobody for the public routes, a
 //!   session for the account routes, the secret key or a session plus `X-Project-Id` otherwise.
 //!
-//! Statuses particular to one handler (409, 502, ...) stay in its annotation.
+//! Statuses particular to one handler (409, 502, ...) stay in its annotation. What the request
+//! schemas must say beyond the annotations is [`crate::openapi_requests`].
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -87,18 +88,19 @@ fn caller(path: &str) -> Caller {
     }
 }
 
-/// Applies the module's invariants; the document is returned unchanged (and the failure
-/// logged) if it cannot be rewritten, which only a utoipa serialization bug could cause.
-pub fn finish(doc: OpenApi) -> OpenApi {
-    let rewritten = serde_json::to_value(&doc).and_then(|mut v| {
-        complete(&mut v);
-        serde_json::from_value::<OpenApi>(v)
-    });
-    match rewritten {
-        Ok(d) => d,
+/// Applies the module's invariants to the generated document and returns its JSON form (the
+/// request rules of [`crate::openapi_requests`] use JSON Schema keywords utoipa's model lacks,
+/// so the document is served as JSON from here on). Empty only if utoipa cannot serialize its
+/// own model.
+pub fn finish(doc: OpenApi) -> Value {
+    match serde_json::to_value(&doc) {
+        Ok(mut v) => {
+            complete(&mut v);
+            v
+        }
         Err(e) => {
-            tracing::error!(error = %e, "could not complete the OpenAPI document");
-            doc
+            tracing::error!(error = %e, "could not serialize the OpenAPI document");
+            json!({})
         }
     }
 }
@@ -122,19 +124,19 @@ pub fn complete(doc: &mut Value) {
     ) {
         m.extend(add);
     }
-    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for (path, item) in paths.iter_mut() {
-        let Some(item) = item.as_object_mut() else {
-            continue;
-        };
-        for (method, op) in item.iter_mut() {
-            if let Some(op) = op.as_object_mut() {
-                complete_operation(path, method, op);
+    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        for (path, item) in paths.iter_mut() {
+            let Some(item) = item.as_object_mut() else {
+                continue;
+            };
+            for (method, op) in item.iter_mut() {
+                if let Some(op) = op.as_object_mut() {
+                    complete_operation(path, method, op);
+                }
             }
         }
     }
+    crate::openapi_requests::tighten(doc);
 }
 
 fn complete_operation(path: &str, method: &str, op: &mut Map<String, Value>) {

@@ -15,7 +15,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::email::EmailAddress;
-use crate::fields::{DataPatch, MAX_KEY_LEN};
+use crate::fields::{DataPatch, MAX_KEY_LEN, is_valid_key};
 
 /// The largest CSV file accepted (5 MB).
 pub const IMPORT_MAX_BYTES: usize = 5 * 1024 * 1024;
@@ -101,7 +101,7 @@ impl ImportHeader {
                 }
                 "" => return Err(FileProblem(format!("column {} has no name", i + 1))),
                 _ => {
-                    if name.len() > MAX_KEY_LEN || name.chars().any(char::is_control) {
+                    if !is_valid_key(name) {
                         return Err(FileProblem(format!(
                             "column name {name:?} must be 1 to {MAX_KEY_LEN} characters without control characters"
                         )));

@@ -22,6 +22,13 @@ pub const RESERVED_KEYS: [&str; 7] = [
 /// Longest accepted custom-field key.
 pub const MAX_KEY_LEN: usize = 128;
 
+/// A custom field name: not blank, at most [`MAX_KEY_LEN`] characters, no control characters.
+pub fn is_valid_key(key: &str) -> bool {
+    !key.trim().is_empty()
+        && key.chars().count() <= MAX_KEY_LEN
+        && !key.chars().any(char::is_control)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FieldType {
@@ -91,8 +98,7 @@ impl DataPatch {
             if RESERVED_KEYS.contains(&key.as_str()) {
                 continue;
             }
-            if key.trim().is_empty() || key.len() > MAX_KEY_LEN || key.chars().any(char::is_control)
-            {
+            if !is_valid_key(key) {
                 return Err(FieldProblem {
                     key: key.clone(),
                     message: format!(

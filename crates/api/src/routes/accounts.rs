@@ -346,6 +346,8 @@ async fn list_projects(
 
 #[derive(Deserialize, ToSchema)]
 pub struct CreateProjectRequest {
+    /// 1 to 100 characters (trimmed), no control characters.
+    #[schema(required = true)]
     pub name: Option<String>,
 }
 

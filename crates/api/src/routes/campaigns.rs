@@ -36,8 +36,8 @@ mod rules;
 mod wire;
 
 pub use wire::{
-    CampaignEnvelope, CampaignList, CampaignRequest, CampaignResponse, CampaignSummary,
-    SendRequest, TestRequest, TestResponse, TestSent,
+    CampaignEnvelope, CampaignList, CampaignRequest, CampaignResponse, CampaignSendRequest,
+    CampaignSummary, CampaignTestRequest, TestResponse, TestSent,
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -253,7 +253,7 @@ async fn duplicate_campaign(
 /// Sends now (SENDING), or at `scheduledFor` (SCHEDULED; a past time is 422). A SCHEDULED
 /// campaign may be sent again to send now or move its time.
 #[utoipa::path(post, path = "/campaigns/{id}/send", tag = "campaigns", params(("id" = String, Path)),
-    request_body(content = Option<SendRequest>),
+    request_body(content = Option<CampaignSendRequest>),
     responses((status = 200, body = CampaignEnvelope), (status = 403), (status = 404), (status = 409), (status = 422)))]
 async fn send_campaign(
     State(state): State<AppState>,
@@ -262,8 +262,8 @@ async fn send_campaign(
     body: Bytes,
 ) -> ApiResult<Json<CampaignEnvelope>> {
     let c = load(&state, &auth, &id).await?;
-    let req: SendRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        SendRequest::default()
+    let req: CampaignSendRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        CampaignSendRequest::default()
     } else {
         parse_json(&body)?
     };
@@ -331,13 +331,13 @@ async fn cancel_campaign(
 /// campaign's status. The address is upserted as a contact like any `/v1/send` recipient
 /// (a new one is not subscribed, so it never joins an audience by this).
 #[utoipa::path(post, path = "/campaigns/{id}/test", tag = "campaigns", params(("id" = String, Path)),
-    request_body = TestRequest,
+    request_body = CampaignTestRequest,
     responses((status = 200, body = TestResponse), (status = 403), (status = 404), (status = 422)))]
 async fn test_campaign(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<TestRequest>,
+    ApiJson(body): ApiJson<CampaignTestRequest>,
 ) -> ApiResult<Json<TestResponse>> {
     let c = load(&state, &auth, &id).await?;
     let raw = body

@@ -25,7 +25,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PasswordChange {
+    #[schema(required = true)]
     pub current_password: Option<String>,
+    /// 8 to 256 characters.
+    #[schema(required = true, min_length = 8, max_length = 256)]
     pub new_password: Option<String>,
 }
 

@@ -24,7 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct ResetRequest {
+pub struct ProjectResetRequest {
     /// The project's name, exactly: the reset cannot be undone.
     #[schema(required = true)]
     pub confirmation: Option<String>,
@@ -37,13 +37,13 @@ pub struct ResetResponse {
 
 /// Irreversibly deletes the project's contacts, events, messages and templates (owner only).
 #[utoipa::path(post, path = "/users/@me/projects/{id}/reset", tag = "account", params(("id" = String, Path)),
-    request_body = ResetRequest,
+    request_body = ProjectResetRequest,
     responses((status = 200, body = ResetResponse), (status = 403), (status = 404), (status = 422)))]
 async fn reset_project(
     State(state): State<AppState>,
     auth: UserAuth,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<ResetRequest>,
+    ApiJson(body): ApiJson<ProjectResetRequest>,
 ) -> ApiResult<Json<ResetResponse>> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
     if role != Role::Owner {

@@ -155,14 +155,14 @@ pub struct CampaignRequest {
 /// Body of `POST /campaigns/:id/send` (optional: no body sends now).
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(rename_all = "camelCase")]
-pub struct SendRequest {
+pub struct CampaignSendRequest {
     /// ISO 8601 time in the future: schedule instead of sending now.
     pub scheduled_for: Option<String>,
 }
 
 /// Body of `POST /campaigns/:id/test`.
 #[derive(Deserialize, ToSchema)]
-pub struct TestRequest {
+pub struct CampaignTestRequest {
     pub email: Option<String>,
 }
 
