@@ -230,6 +230,27 @@ impl RawQuery {
             .map(|(_, v)| v.as_str())
     }
 
+    /// An integer parameter read from `key`, or from `alias` when only that is given (clients
+    /// written for another API send it: `cursor` for `page`, `pageSize` for `limit`). Both are
+    /// checked whenever they are given, so a bad one is never silently ignored.
+    pub fn int_or_alias(
+        &self,
+        key: &str,
+        alias: &str,
+        default: u32,
+        min: u32,
+        max: u32,
+    ) -> Result<u32, ApiError> {
+        let from_alias = self.int(alias, default, min, max)?;
+        let from_key = self.int(key, default, min, max)?;
+        let given = |k: &str| self.get(k).is_some_and(|v| !v.is_empty());
+        Ok(if given(alias) && !given(key) {
+            from_alias
+        } else {
+            from_key
+        })
+    }
+
     /// An integer parameter in `min..=max`, `default` when absent.
     pub fn int(&self, key: &str, default: u32, min: u32, max: u32) -> Result<u32, ApiError> {
         match self.get(key) {

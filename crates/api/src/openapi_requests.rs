@@ -160,8 +160,16 @@ fn properties() -> Vec<(&'static str, &'static str, Value)> {
         .collect();
     types.push(Value::Null);
     vec![
-        ("CreateProjectRequest", "name", json!({"pattern": project_name()})),
-        ("UpdateProjectRequest", "name", json!({"pattern": project_name()})),
+        (
+            "CreateProjectRequest",
+            "name",
+            json!({"pattern": project_name()}),
+        ),
+        (
+            "UpdateProjectRequest",
+            "name",
+            json!({"pattern": project_name()}),
+        ),
         ("TemplateRequest", "type", json!({"enum": types})),
         ("TemplateRequest", "from", address()),
         ("TemplateRequest", "replyTo", address()),

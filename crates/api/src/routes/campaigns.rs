@@ -136,13 +136,9 @@ async fn list_campaigns(
     auth: ProjectAuth,
     q: RawQuery,
 ) -> ApiResult<Json<CampaignList>> {
-    let given = |k: &str| q.get(k).is_some_and(|v| !v.is_empty());
     let page_size = q.int("limit", 20, 1, 100)?;
-    let page = if given("page") || !given("cursor") {
-        q.int("page", 1, 1, u32::MAX)?
-    } else {
-        q.int("cursor", 1, 1, u32::MAX)?
-    };
+    // Clients written for cursors may send one; here the cursor is simply the page number.
+    let page = q.int_or_alias("page", "cursor", 1, 1, u32::MAX)?;
     let status = match q.get("status").filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => Some(CampaignStatus::parse(s).ok_or_else(|| {

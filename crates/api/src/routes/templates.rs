@@ -67,18 +67,9 @@ async fn list_templates(
     auth: ProjectAuth,
     q: RawQuery,
 ) -> ApiResult<Json<TemplateList>> {
-    let given = |k: &str| q.get(k).is_some_and(|v| !v.is_empty());
-    let page_size = if given("limit") || !given("pageSize") {
-        q.int("limit", 20, 1, 100)?
-    } else {
-        q.int("pageSize", 20, 1, 100)?
-    };
+    let page_size = q.int_or_alias("limit", "pageSize", 20, 1, 100)?;
     // Clients written for cursors may send one; here the cursor is simply the page number.
-    let page = if given("page") || !given("cursor") {
-        q.int("page", 1, 1, u32::MAX)?
-    } else {
-        q.int("cursor", 1, 1, u32::MAX)?
-    };
+    let page = q.int_or_alias("page", "cursor", 1, 1, u32::MAX)?;
     let template_type = match q.get("type").filter(|t| !t.is_empty()) {
         Some(t) => Some(parse_type(t).map_err(|e| ApiError::validation(vec![e]))?),
         None => None,

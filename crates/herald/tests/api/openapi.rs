@@ -273,6 +273,66 @@ async fn generated_python_client_sends_and_lists_contacts(engine: Engine) {
 /// Examples per operation and phase: bounded so a run takes well under a minute per engine.
 const EXAMPLES: &str = "15";
 
+/// Operations whose request schema is still looser than the handler, so that a schema-valid
+/// request may be refused with 422: `positive_data_acceptance` skips them (every other check
+/// runs on them). docs/openapi.md "Known gaps" says why for each; take a name off once its
+/// schema says what the handler checks.
+const LOOSER_THAN_THE_HANDLER: &[&str] = &[
+    // One schema serves create and patch: required fields, non-blank strings and rules across
+    // fields ("subject and body unless template", "segmentId with audienceType SEGMENT") are
+    // not in it; nor are the filter tree and the step configs.
+    "POST /v1/send",
+    "POST /templates",
+    "PATCH /templates/{id}",
+    "POST /campaigns",
+    "PUT /campaigns/{id}",
+    "POST /segments",
+    "PATCH /segments/{id}",
+    "POST /workflows",
+    "PATCH /workflows/{id}",
+    "POST /workflows/{id}/steps",
+    "PATCH /workflows/{id}/steps/{stepId}",
+    "POST /workflows/{id}/transitions",
+    // What only the server issues (a mailed token, a signed notification), file contents (a
+    // CSV, an image) and a rule across two parameters (`from` before `to`, at most 2,000
+    // buckets).
+    "POST /auth/verify-email",
+    "POST /auth/reset-password",
+    "POST /webhooks/notifications",
+    "POST /webhooks/incoming/payments",
+    "POST /contacts/import",
+    "POST /uploads/image",
+    "GET /analytics/timeseries",
+    // Reserved test domains (.test, .example, ...) are taken only with the local outbox
+    // transport: a rule of the server's configuration, not of the request.
+    "POST /domains",
+];
+
+/// One schemathesis run over the document saved in `dir` against `base` with `args`; `config`
+/// is the text of its configuration file.
+async fn schemathesis(
+    bin: &Path,
+    dir: &Path,
+    base: &str,
+    config: &str,
+    args: &[String],
+    what: &str,
+) {
+    let file = dir.join(format!("{}.toml", what.replace(' ', "-")));
+    std::fs::write(&file, config).unwrap();
+    let mut cmd = Command::new(bin.join("schemathesis"));
+    cmd.arg("--config-file")
+        .arg(&file)
+        .arg("run")
+        .arg(dir.join("openapi.json"))
+        .args(["--url", base])
+        .args(["--max-examples", EXAMPLES, "--seed", "20261123"])
+        .args(["--no-color", "--request-timeout", "10"])
+        .args(args)
+        .current_dir(dir);
+    run(cmd, what).await;
+}
+
 async fn schemathesis_finds_no_contract_violation(engine: Engine) {
     let Some(bin) = python_tools() else { return };
     // Payments on, against the Stripe stand-in, so those operations answer as in production.
@@ -283,51 +343,89 @@ async fn schemathesis_finds_no_contract_violation(engine: Engine) {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let doc = save_document(&w.app, dir.path()).await;
-    // Every check, `positive_data_acceptance` included; the per-operation settings (opaque
-    // cursors, the operations still excluded from that one check) are in schemathesis.toml.
-    let settings = std::fs::read_to_string(
-        repo_root().join("crates/herald/tests/api/openapi/schemathesis.toml"),
-    )
-    .unwrap();
-    let config = dir.path().join("schemathesis.toml");
-    std::fs::write(&config, &settings).unwrap();
-    let mut cmd = Command::new(bin.join("schemathesis"));
-    cmd.arg("--config-file")
-        .arg(&config)
-        .arg("run")
-        .arg(&doc)
-        .args(["--url", &w.app.base])
-        .args(["--checks", "all"])
-        .args(["--max-examples", EXAMPLES, "--seed", "20261123"])
-        .args(["--no-color", "--request-timeout", "10"])
-        .args([
-            "-H",
-            &format!("Authorization: Bearer {}", w.project.secret_key),
-        ])
-        .current_dir(dir.path());
-    run(cmd, "schemathesis (project operations)").await;
-
-    // The account routes take a session only: a second run signs in, and hands the cookie to
-    // schemathesis as the `session` scheme so its auth checks can remove it.
+    save_document(&w.app, dir.path()).await;
+    let bearer = format!("Authorization: Bearer {}", w.project.secret_key);
+    let owned = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // The account routes take a session only: those runs hand a signed-in cookie to
+    // schemathesis as the `session` scheme, so its auth checks can remove it.
     let cookie = session_cookie(&w.app).await;
-    std::fs::write(
-        &config,
-        format!("[auth.openapi.session]\napi_key = \"{cookie}\"\n\n{settings}"),
+    let session = format!("\n[auth.openapi.session]\napi_key = \"{cookie}\"\n");
+    let accounts = ["--include-path-regex", "^/users/"];
+
+    // Every check but `positive_data_acceptance`, every phase: 5xx, response schemas,
+    // undeclared statuses, content types, authentication, invalid input accepted.
+    let mut args = owned(&[
+        "--checks",
+        "all",
+        "--exclude-checks",
+        "positive_data_acceptance",
+    ]);
+    args.extend(owned(&["-H", &bearer]));
+    schemathesis(
+        &bin,
+        dir.path(),
+        &w.app.base,
+        "",
+        &args,
+        "project operations",
     )
-    .unwrap();
-    let mut cmd = Command::new(bin.join("schemathesis"));
-    cmd.arg("--config-file")
-        .arg(&config)
-        .arg("run")
-        .arg(&doc)
-        .args(["--url", &w.app.base])
-        .args(["--include-path-regex", "^/users/"])
-        .args(["--checks", "all"])
-        .args(["--max-examples", EXAMPLES, "--seed", "20261123"])
-        .args(["--no-color", "--request-timeout", "10"])
-        .current_dir(dir.path());
-    run(cmd, "schemathesis (account operations)").await;
+    .await;
+    let mut args = owned(&[
+        "--checks",
+        "all",
+        "--exclude-checks",
+        "positive_data_acceptance",
+    ]);
+    args.extend(owned(&accounts));
+    schemathesis(
+        &bin,
+        dir.path(),
+        &w.app.base,
+        &session,
+        &args,
+        "account operations",
+    )
+    .await;
+
+    // `positive_data_acceptance`: a request that fits the schemas is not refused. Over
+    // generated data only (the stateful phase and the response-value pool feed values taken
+    // from other operations' answers, which schemathesis counts as valid unchecked), with the
+    // settings of positive.toml.
+    let positive =
+        std::fs::read_to_string(repo_root().join("crates/herald/tests/api/openapi/positive.toml"))
+            .unwrap();
+    let checks = [
+        "--checks",
+        "positive_data_acceptance",
+        "--phases",
+        "coverage,fuzzing",
+    ];
+    let mut args = owned(&checks);
+    args.extend(owned(&["-H", &bearer]));
+    for name in LOOSER_THAN_THE_HANDLER {
+        args.extend(owned(&["--exclude-name", name]));
+    }
+    schemathesis(
+        &bin,
+        dir.path(),
+        &w.app.base,
+        &positive,
+        &args,
+        "accepted input",
+    )
+    .await;
+    let mut args = owned(&checks);
+    args.extend(owned(&accounts));
+    let config = format!("{positive}{session}");
+    schemathesis(
+        &bin,
+        dir.path(),
+        &w.app.base,
+        &config,
+        &args,
+        "accepted account input",
+    )
+    .await;
 }
 
 /// Signs up a new user and returns the value of its session cookie.

@@ -278,6 +278,11 @@ async fn list_validates_its_query(engine: Engine) {
         ("pageSize=x", "pageSize"),
         ("page=0", "page"),
         ("cursor=abc", "cursor"),
+        // An alias is checked even when the main name is given too.
+        ("page=2&cursor=true", "cursor"),
+        ("limit=5&pageSize=0", "pageSize"),
+        // A parameter takes one value.
+        ("limit=5&limit=6", "limit"),
         ("type=BULK", "type"),
     ] {
         let res = app.get(&format!("/templates?{query}"), &p.secret_key).await;
