@@ -22,8 +22,11 @@ use herald_core::events::EVENT_NAME_MAX;
 use herald_core::fields::{MAX_KEY_LEN, STANDARD_FIELDS};
 use herald_core::kinds::TemplateType;
 use herald_core::message_status::MessageStatus;
-use herald_core::workflow::ExecutionStatus;
+use herald_core::rules::{DISPLAY_NAME_MAX, SUBJECT_MAX};
+use herald_core::workflow::{self, ExecutionStatus};
 use serde_json::{Map, Value, json};
+
+use crate::routes::templates::rules as template_rules;
 
 /// An id (UUID) or nothing: optional id filters treat an empty value as absent.
 const OPTIONAL_ID: &str =
@@ -56,10 +59,21 @@ fn event_name() -> String {
     )
 }
 
-/// A project's name (`routes::accounts::project_name`): 1 to 100 characters, not blank, no
-/// control characters.
-fn project_name() -> String {
-    format!("^(?=.*\\S)[^{CONTROL}]{{1,100}}$")
+/// A name of 1 to `max` characters, not blank, without control characters (projects,
+/// workflows).
+fn plain_name(max: usize) -> String {
+    format!("^(?=.*\\S)[^{CONTROL}]{{1,{max}}}$")
+}
+
+/// Not blank, at most `max` characters of any kind (line breaks included).
+fn not_blank(max: usize) -> String {
+    format!("^(?=[\\s\\S]*\\S)[\\s\\S]{{1,{max}}}$")
+}
+
+/// The header rule (`herald_core::rules::header_text`): no control character but tab.
+fn header_text(min: usize, max: usize) -> String {
+    let lookahead = if min > 0 { "(?=.*\\S)" } else { "" };
+    format!("^{lookahead}[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]{{{min},{max}}}$")
 }
 
 /// `""` (absent) or one of `names`.
@@ -163,12 +177,55 @@ fn properties() -> Vec<(&'static str, &'static str, Value)> {
         (
             "CreateProjectRequest",
             "name",
-            json!({"pattern": project_name()}),
+            json!({"pattern": plain_name(100)}),
         ),
         (
             "UpdateProjectRequest",
             "name",
-            json!({"pattern": project_name()}),
+            json!({"pattern": plain_name(100)}),
+        ),
+        (
+            "TemplateRequest",
+            "name",
+            json!({"pattern": not_blank(template_rules::NAME_MAX)}),
+        ),
+        (
+            "TemplateRequest",
+            "subject",
+            json!({"pattern": header_text(1, SUBJECT_MAX)}),
+        ),
+        // At most 1 MiB of UTF-8: stated as characters that surely fit (a pattern with a bound
+        // that large is more than the generators take).
+        (
+            "TemplateRequest",
+            "body",
+            json!({"pattern": "[^\\s]", "maxLength": template_rules::BODY_MAX_BYTES / 4}),
+        ),
+        (
+            "TemplateRequest",
+            "fromName",
+            json!({"pattern": header_text(0, DISPLAY_NAME_MAX)}),
+        ),
+        (
+            "WorkflowRequest",
+            "name",
+            json!({"pattern": plain_name(workflow::NAME_MAX)}),
+        ),
+        (
+            "WorkflowRequest",
+            "description",
+            json!({"maxLength": workflow::DESCRIPTION_MAX}),
+        ),
+        (
+            "WorkflowRequest",
+            "triggerType",
+            json!({"enum": ["EVENT", null]}),
+        ),
+        (
+            "WorkflowRequest",
+            "triggerConfig",
+            json!({"required": ["eventName"], "properties": {"eventName": {
+                "type": "string", "pattern": not_blank(workflow::NAME_MAX)}}}),
         ),
         ("TemplateRequest", "type", json!({"enum": types})),
         ("TemplateRequest", "from", address()),
@@ -180,8 +237,49 @@ fn properties() -> Vec<(&'static str, &'static str, Value)> {
     ]
 }
 
+/// Bodies whose create shares its schema with the patch, and what create requires: the
+/// create operation gets a copy of the schema (`<name>` with `Request` made `CreateRequest`)
+/// with those fields required.
+const CREATES: &[(&str, &str, &[&str])] = &[
+    (
+        "/templates",
+        "TemplateRequest",
+        &["name", "subject", "body", "type"],
+    ),
+    ("/workflows", "WorkflowRequest", &["name", "triggerConfig"]),
+];
+
+/// Points each create of [`CREATES`] at its own copy of the shared schema.
+fn split_creates(doc: &mut Value) {
+    for (path, shared, required) in CREATES {
+        let Some(mut copy) = doc
+            .pointer(&format!("/components/schemas/{shared}"))
+            .cloned()
+        else {
+            continue;
+        };
+        copy["required"] = json!(required);
+        let name = shared.replace("Request", "CreateRequest");
+        doc["components"]["schemas"][&name] = copy;
+        let body = format!(
+            "/paths/{}/post/requestBody/content/application~1json/schema",
+            path.replace('/', "~1")
+        );
+        if let Some(schema) = doc.pointer_mut(&body) {
+            *schema = json!({"$ref": format!("#/components/schemas/{name}")});
+        }
+    }
+}
+
 /// Applies the module's rules to the JSON form of the document.
 pub fn tighten(doc: &mut Value) {
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        merge_properties(schemas);
+    }
+    split_creates(doc);
     let bodies = request_body_schemas(doc);
     let Some(schemas) = doc
         .pointer_mut("/components/schemas")
@@ -189,15 +287,6 @@ pub fn tighten(doc: &mut Value) {
     else {
         return;
     };
-    for (schema, property, merge) in properties() {
-        if let Some(Value::Object(target)) = schemas
-            .get_mut(schema)
-            .and_then(|s| s.pointer_mut(&format!("/properties/{property}")))
-            && let Value::Object(add) = merge
-        {
-            target.extend(add);
-        }
-    }
     for name in &bodies {
         if let Some(s) = schemas.get_mut(name) {
             strict(s, false);
@@ -218,6 +307,18 @@ pub fn tighten(doc: &mut Value) {
             for p in list {
                 tighten_param(path, p, &rules);
             }
+        }
+    }
+}
+
+fn merge_properties(schemas: &mut Map<String, Value>) {
+    for (schema, property, merge) in properties() {
+        if let Some(Value::Object(target)) = schemas
+            .get_mut(schema)
+            .and_then(|s| s.pointer_mut(&format!("/properties/{property}")))
+            && let Value::Object(add) = merge
+        {
+            target.extend(add);
         }
     }
 }

@@ -14,11 +14,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
 use crate::message_status::MessageStatus;
 use crate::time::Millis;
+use crate::timed_signature::{self, Fault};
 
 /// Why an address is on a project's suppression list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,7 +193,7 @@ pub fn relay_message_id(reply: &str) -> Option<String> {
 }
 
 /// Seconds a generic notification's `t` may differ from now.
-pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
+pub const SIGNATURE_TOLERANCE_SECS: i64 = timed_signature::TOLERANCE_SECS;
 
 /// Why a `Herald-Signature` was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -212,38 +210,18 @@ pub enum SignatureError {
 
 /// The hex HMAC-SHA256 of `"<t>.<body>"` under `secret` (what a sender puts in `v1=`).
 pub fn generic_signature(secret: &[u8], t: i64, body: &[u8]) -> String {
-    keyed(secret, t, body)
-        .map(|mac| hex_lower(&mac.finalize().into_bytes()))
-        .unwrap_or_default()
+    timed_signature::v1(secret, t, body)
 }
 
-/// The MAC of `"<t>.<body>"` (HMAC takes keys of any length, so this is always `Some`).
-pub(crate) fn keyed(secret: &[u8], t: i64, body: &[u8]) -> Option<Hmac<Sha256>> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).ok()?;
-    mac.update(t.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    Some(mac)
-}
-
-pub(crate) fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 15)] as char);
+impl From<Fault> for SignatureError {
+    fn from(f: Fault) -> Self {
+        match f {
+            Fault::Missing => Self::Missing,
+            Fault::Malformed => Self::Malformed,
+            Fault::Stale => Self::Stale,
+            Fault::Mismatch => Self::Mismatch,
+        }
     }
-    s
-}
-
-pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// Checks a `Herald-Signature` header against the raw body; returns the matching `v1` value
@@ -254,34 +232,7 @@ pub fn verify_generic_signature(
     secret: &[u8],
     now: Millis,
 ) -> Result<String, SignatureError> {
-    let header = header.ok_or(SignatureError::Missing)?;
-    let mut t: Option<i64> = None;
-    let mut candidates = Vec::new();
-    for part in header.split(',') {
-        let (k, v) = part
-            .trim()
-            .split_once('=')
-            .ok_or(SignatureError::Malformed)?;
-        match k.trim() {
-            "t" => t = Some(v.trim().parse().map_err(|_| SignatureError::Malformed)?),
-            "v1" => candidates.push(unhex(v.trim()).ok_or(SignatureError::Malformed)?),
-            _ => {} // other schemes are ignored, as in Stripe's format
-        }
-    }
-    let t = t.ok_or(SignatureError::Malformed)?;
-    if candidates.is_empty() {
-        return Err(SignatureError::Malformed);
-    }
-    if (now.div_euclid(1000) - t).abs() > SIGNATURE_TOLERANCE_SECS {
-        return Err(SignatureError::Stale);
-    }
-    for c in candidates {
-        let mac = keyed(secret, t, body).ok_or(SignatureError::Mismatch)?;
-        if mac.verify_slice(&c).is_ok() {
-            return Ok(hex_lower(&c));
-        }
-    }
-    Err(SignatureError::Mismatch)
+    Ok(timed_signature::verify(header, body, secret, now)?)
 }
 
 #[cfg(test)]

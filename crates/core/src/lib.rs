@@ -34,6 +34,7 @@ pub mod security;
 pub mod segments;
 pub mod template;
 pub mod time;
+pub mod timed_signature;
 pub mod verify;
 pub mod workflow;
 pub mod workflow_run;

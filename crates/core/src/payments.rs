@@ -2,10 +2,9 @@
 //! check of incoming webhooks and the reading of a Stripe event into the change it asks for.
 //!
 //! Invariants:
-//! - The signature is `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`; any
-//!   of several `v1` values may match (secret rotation), compared in constant time; other
-//!   schemes (`v0`) are ignored; `t` more than [`SIGNATURE_TOLERANCE_SECS`] from now is
-//!   refused (a captured request cannot be replayed later).
+//! - The signature is the scheme of [`crate::timed_signature`] (shared with the generic
+//!   feedback format): several `v1` values, constant-time comparison, `t` within
+//!   [`SIGNATURE_TOLERANCE_SECS`] of now.
 //! - An event is read only after its signature matched, and only the fields a change needs
 //!   are kept: unknown event types become [`PaymentChange::Ignored`], never an error.
 //! - A subscription status is one of Stripe's words ([`SUBSCRIPTION_STATUSES`]); anything
@@ -13,12 +12,12 @@
 
 use serde_json::Value;
 
-use crate::feedback::{hex_lower, keyed, unhex};
 use crate::ids::{Uuid, parse_id};
 use crate::time::Millis;
+use crate::timed_signature::{self, Fault};
 
 /// Seconds a webhook's `t` may differ from now (Stripe's own default tolerance).
-pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
+pub const SIGNATURE_TOLERANCE_SECS: i64 = timed_signature::TOLERANCE_SECS;
 
 /// The statuses of a Stripe subscription.
 pub const SUBSCRIPTION_STATUSES: &[&str] = &[
@@ -47,10 +46,18 @@ pub enum SignatureError {
 
 /// The `Stripe-Signature` value a sender computes for `body` at `t` (tests, and the check).
 pub fn stripe_signature(secret: &[u8], t: i64, body: &[u8]) -> String {
-    let v1 = keyed(secret, t, body)
-        .map(|mac| hex_lower(&hmac::Mac::finalize(mac).into_bytes()))
-        .unwrap_or_default();
-    format!("t={t},v1={v1}")
+    format!("t={t},v1={}", timed_signature::v1(secret, t, body))
+}
+
+impl From<Fault> for SignatureError {
+    fn from(f: Fault) -> Self {
+        match f {
+            Fault::Missing => Self::Missing,
+            Fault::Malformed => Self::Malformed,
+            Fault::Stale => Self::Stale,
+            Fault::Mismatch => Self::Mismatch,
+        }
+    }
 }
 
 /// Checks a `Stripe-Signature` header against the raw body.
@@ -60,34 +67,8 @@ pub fn verify_stripe_signature(
     secret: &[u8],
     now: Millis,
 ) -> Result<(), SignatureError> {
-    let header = header.ok_or(SignatureError::Missing)?;
-    let mut t: Option<i64> = None;
-    let mut candidates = Vec::new();
-    for part in header.split(',') {
-        let (k, v) = part
-            .trim()
-            .split_once('=')
-            .ok_or(SignatureError::Malformed)?;
-        match k.trim() {
-            "t" => t = Some(v.trim().parse().map_err(|_| SignatureError::Malformed)?),
-            "v1" => candidates.push(unhex(v.trim()).ok_or(SignatureError::Malformed)?),
-            _ => {}
-        }
-    }
-    let t = t.ok_or(SignatureError::Malformed)?;
-    if candidates.is_empty() {
-        return Err(SignatureError::Malformed);
-    }
-    if (now.div_euclid(1000) - t).abs() > SIGNATURE_TOLERANCE_SECS {
-        return Err(SignatureError::Stale);
-    }
-    for c in candidates {
-        let mac = keyed(secret, t, body).ok_or(SignatureError::Mismatch)?;
-        if hmac::Mac::verify_slice(mac, &c).is_ok() {
-            return Ok(());
-        }
-    }
-    Err(SignatureError::Mismatch)
+    timed_signature::verify(header, body, secret, now)?;
+    Ok(())
 }
 
 /// A verified event: its id (the replay key), when the provider created it, and the change.

@@ -139,16 +139,27 @@ fn query(state: &str, code: &str) -> String {
     format!("code={code}&state={}", state.replace('=', "%3D"))
 }
 
+/// A started flow's callback with `code`, from the browser that started it.
+async fn finish(app: &TestApp, provider: &str, s: &Started, code: &str) -> Response {
+    callback(
+        app,
+        provider,
+        &query(&s.param("state"), code),
+        Some(&s.nonce),
+    )
+    .await
+}
+
+/// No user has `email`.
+async fn no_user(app: &TestApp, email: &str) {
+    let found = app.store.user_by_email(email).await.unwrap();
+    assert!(found.is_none(), "{email}");
+}
+
 /// The whole flow; returns the session cookie.
 async fn sign_in(app: &TestApp, provider: &str) -> String {
     let s = start(app, provider).await;
-    let res = callback(
-        app,
-        provider,
-        &query(&s.param("state"), "the-code"),
-        Some(&s.nonce),
-    )
-    .await;
+    let res = finish(app, provider, &s, "the-code").await;
     assert_eq!(
         res.status(),
         302,
@@ -330,13 +341,7 @@ async fn github_sign_in_creates_a_user_and_finds_the_identity_again(engine: Engi
     let again = sign_in(&app, "github").await;
     assert_ne!(again, session);
     assert_eq!(me(&app, &again).await["id"], user["id"]);
-    assert!(
-        app.store
-            .user_by_email("renamed@example.com")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    no_user(&app, "renamed@example.com").await;
 }
 
 async fn google_sign_in_links_an_existing_email_user(engine: Engine) {
@@ -360,13 +365,7 @@ async fn google_sign_in_links_an_existing_email_user(engine: Engine) {
     assert!(s.location.starts_with(&format!("{}/google/auth?", p.base)));
     assert_eq!(s.param("scope"), "openid email");
     assert_eq!(s.param("client_id"), "google-client");
-    let res = callback(
-        &app,
-        "google",
-        &query(&s.param("state"), "g-code"),
-        Some(&s.nonce),
-    )
-    .await;
+    let res = finish(&app, "google", &s, "g-code").await;
     assert_eq!(res.status(), 302);
     let session = set_cookie(&res, "herald_session").unwrap();
     assert_eq!(
@@ -488,13 +487,7 @@ async fn provider_failures_answer_clean_errors(engine: Engine) {
     // The token endpoint fails.
     p.set(|a| a.token_status = 500);
     let s = start(&app, "google").await;
-    let res = callback(
-        &app,
-        "google",
-        &query(&s.param("state"), "c"),
-        Some(&s.nonce),
-    )
-    .await;
+    let res = finish(&app, "google", &s, "c").await;
     let body = expect_error(res, 502, "OAUTH_PROVIDER_ERROR").await;
     assert!(
         !body.to_string().contains("stand-in"),
@@ -533,22 +526,10 @@ async fn an_unverified_email_is_refused(engine: Engine) {
     });
     for provider in ["github", "google"] {
         let s = start(&app, provider).await;
-        let res = callback(
-            &app,
-            provider,
-            &query(&s.param("state"), "c"),
-            Some(&s.nonce),
-        )
-        .await;
+        let res = finish(&app, provider, &s, "c").await;
         expect_error(res, 403, "OAUTH_EMAIL_NOT_VERIFIED").await;
     }
-    assert!(
-        app.store
-            .user_by_email("unverified@example.com")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    no_user(&app, "unverified@example.com").await;
 }
 
 async fn disabled_signups_refuse_new_users_but_let_existing_ones_in(engine: Engine) {
@@ -560,21 +541,9 @@ async fn disabled_signups_refuse_new_users_but_let_existing_ones_in(engine: Engi
         })
         .await;
     let s = start(&app, "github").await;
-    let res = callback(
-        &app,
-        "github",
-        &query(&s.param("state"), "c"),
-        Some(&s.nonce),
-    )
-    .await;
+    let res = finish(&app, "github", &s, "c").await;
     expect_error(res, 403, "FORBIDDEN").await;
-    assert!(
-        app.store
-            .user_by_email("octo@example.com")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    no_user(&app, "octo@example.com").await;
     let existing = User {
         id: herald_core::ids::new_id(),
         email: "octo@example.com".into(),
