@@ -49,7 +49,7 @@ mod workflows;
 use anyhow::{Context, bail, ensure};
 
 const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics [--count N] [--concurrency N] [--fields N] \
-     [--concurrent] [--database-url postgres://...]";
+     [--concurrent] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://...]";
 
 #[derive(Debug)]
 pub struct Options {
@@ -61,6 +61,10 @@ pub struct Options {
     pub database_url: Option<String>,
     /// `send` only: measure concurrent acceptance (workers off, then delivering to the outbox).
     pub concurrent: bool,
+    /// `send` only: the delivering node's `send_concurrency` and `smtp_max_connections`
+    /// (default: the server's defaults).
+    pub send_concurrency: Option<usize>,
+    pub smtp_connections: Option<usize>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
@@ -85,6 +89,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         fields: 4,
         database_url: None,
         concurrent: false,
+        send_concurrency: None,
+        smtp_connections: None,
     };
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -113,6 +119,20 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
             }
             "--database-url" => opts.database_url = Some(value()?),
             "--concurrent" => opts.concurrent = true,
+            "--send-concurrency" => {
+                opts.send_concurrency = Some(
+                    value()?
+                        .parse()
+                        .context("--send-concurrency must be a whole number")?,
+                );
+            }
+            "--smtp-connections" => {
+                opts.smtp_connections = Some(
+                    value()?
+                        .parse()
+                        .context("--smtp-connections must be a whole number")?,
+                );
+            }
             "-h" | "--help" => bail!("{USAGE}"),
             other => bail!("unknown option {other:?}\n{USAGE}"),
         }
@@ -132,6 +152,8 @@ async fn main() -> anyhow::Result<()> {
                 concurrency: opts.concurrency,
                 database_url: opts.database_url.clone(),
                 concurrent: opts.concurrent,
+                send_concurrency: opts.send_concurrency,
+                smtp_connections: opts.smtp_connections,
             })
             .await
         }

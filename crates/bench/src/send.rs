@@ -38,6 +38,9 @@ pub struct SendOptions {
     pub database_url: Option<String>,
     /// Acceptance only: workers off, then workers on delivering to the outbox.
     pub concurrent: bool,
+    /// The delivering node's settings, when not the defaults.
+    pub send_concurrency: Option<usize>,
+    pub smtp_connections: Option<usize>,
 }
 
 pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
@@ -77,7 +80,20 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
     // Delivery by a worker node on the same database.
     let rss_before = rss_mb();
     let config = api.config.clone();
-    let worker = Server::start_on(config, |c| c.workers = true).await?;
+    let worker = Server::start_on(config, |c| {
+        c.workers = true;
+        if let Some(n) = opts.send_concurrency {
+            c.send_concurrency = n;
+        }
+        if let Some(n) = opts.smtp_connections {
+            c.smtp_max_connections = n;
+        }
+    })
+    .await?;
+    println!(
+        "delivering node: send_concurrency {}, smtp_max_connections {}",
+        worker.config.send_concurrency, worker.config.smtp_max_connections
+    );
     let start = Instant::now();
     let mut peak = rss_before;
     let mut last = 0;

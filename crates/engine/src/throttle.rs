@@ -49,7 +49,11 @@ impl Throttle {
             st.next_slot = Some(slot + self.interval);
             slot
         };
-        tokio::time::sleep_until(slot).await;
+        // Unlimited and unpenalised: go now (a sleep until now still waits for the timer's
+        // next tick).
+        if slot > Instant::now() {
+            tokio::time::sleep_until(slot).await;
+        }
     }
 
     /// The relay refused for now (4xx): back off this project.

@@ -31,7 +31,7 @@ use herald_store::StoreResult;
 use herald_store::delivery::{DeliveryContext, DeliveryRead};
 use herald_store::jobs::{self, Job};
 use herald_store::messages::{self, Message, MessageStatus};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
 use herald_core::feedback::{FeedbackKind, relay_message_id};
@@ -48,7 +48,7 @@ use crate::feedback::{Feedback, apply_feedback, target_of};
 /// Jobs claimed per query.
 const CLAIM_BATCH: usize = 64;
 
-pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
+pub async fn run_sender(engine: Engine, shutdown: watch::Receiver<bool>) {
     let concurrency = engine.settings.send_concurrency;
     let permits = Arc::new(Semaphore::new(concurrency));
     let leases = Arc::new(Leases::default());
@@ -60,18 +60,80 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     ));
     let (done_tx, done_rx) = mpsc::channel::<SentDone>(1024);
     let completer = tokio::spawn(run_completer(engine.clone(), leases.clone(), done_rx));
+    // Claimed jobs wait here for a permit. The claimer keeps about one round of deliveries
+    // claimed ahead, so a claim waiting for the database writer (which the completer's
+    // records share) never leaves the permits idle.
+    let (ready_tx, mut ready) = mpsc::channel::<Claimed>(concurrency.max(1));
+    let room = Arc::new(Notify::new());
+    let claimer = tokio::spawn(run_claimer(
+        engine.clone(),
+        leases.clone(),
+        ready_tx,
+        room.clone(),
+        shutdown,
+    ));
     let mut tasks = JoinSet::new();
+    loop {
+        while tasks.try_join_next().is_some() {}
+        let claimed = tokio::select! {
+            claimed = ready.recv() => claimed,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {
+                // A delivery in hand finished: it may have scheduled a retry sooner than
+                // anything the claimer waits for.
+                room.notify_one();
+                continue;
+            }
+        };
+        // None: the claimer stopped (shutdown).
+        let Some(claimed) = claimed else { break };
+        room.notify_one();
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            break;
+        };
+        let worker = Worker {
+            engine: engine.clone(),
+            leases: leases.clone(),
+            done: done_tx.clone(),
+        };
+        tasks.spawn(async move {
+            worker.deliver(claimed).await;
+            drop(permit);
+        });
+    }
+    let _ = claimer.await;
+    // Jobs claimed ahead and not started are let go: their leases run out and they are
+    // claimed again (no handoff was made for them).
+    while let Ok(claimed) = ready.try_recv() {
+        leases.release(claimed.job.id);
+    }
+    // Let sends in hand finish (they are bounded by the transport's timeouts), then record
+    // them; the heartbeat keeps their leases until the recorder is done.
+    while tasks.join_next().await.is_some() {}
+    drop(done_tx);
+    let _ = completer.await;
+    let _ = stop_heartbeat.send(true);
+    let _ = heartbeat.await;
+}
+
+/// Claims send jobs in batches while `ready` has room for a batch, reads what their delivery
+/// needs, and hands them over held (the heartbeat renews their leases from the claim on).
+async fn run_claimer(
+    engine: Engine,
+    leases: Arc<Leases>,
+    ready: mpsc::Sender<Claimed>,
+    room: Arc<Notify>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     // Claim in batches: one claim per several deliveries, not one per finished delivery.
-    let batch = (concurrency / 4).clamp(1, CLAIM_BATCH);
+    let batch = (ready.max_capacity() / 4).clamp(1, CLAIM_BATCH);
     loop {
         if *shutdown.borrow() {
             break;
         }
-        while tasks.try_join_next().is_some() {}
-        let free = permits.available_permits().min(CLAIM_BATCH);
-        if free < batch && !tasks.is_empty() {
+        let free = ready.capacity().min(CLAIM_BATCH);
+        if free < batch {
             tokio::select! {
-                _ = tasks.join_next() => {}
+                _ = room.notified() => {}
                 _ = shutdown.changed() => {}
             }
             continue;
@@ -99,7 +161,7 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
             tokio::select! {
                 _ = engine.wake.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
-                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                _ = room.notified() => {}
                 _ = shutdown.changed() => {}
             }
             continue;
@@ -117,27 +179,13 @@ pub async fn run_sender(engine: Engine, mut shutdown: watch::Receiver<bool>) {
         };
         for claimed in claimed {
             leases.hold(claimed.job.id, claimed.job.lease_token, claimed_at + lease);
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                break;
-            };
-            let worker = Worker {
-                engine: engine.clone(),
-                leases: leases.clone(),
-                done: done_tx.clone(),
-            };
-            tasks.spawn(async move {
-                worker.deliver(claimed).await;
-                drop(permit);
-            });
+            let id = claimed.job.id;
+            // Room was counted before the claim and only this task sends: no wait here.
+            if ready.send(claimed).await.is_err() {
+                leases.release(id);
+            }
         }
     }
-    // Let sends in hand finish (they are bounded by the transport's timeouts), then record
-    // them; the heartbeat keeps their leases until the recorder is done.
-    while tasks.join_next().await.is_some() {}
-    drop(done_tx);
-    let _ = completer.await;
-    let _ = stop_heartbeat.send(true);
-    let _ = heartbeat.await;
 }
 
 /// Sleeps until the next job is due, but at most a second (other nodes may enqueue).

@@ -5,6 +5,7 @@
 use reqwest::Method;
 use serde_json::json;
 
+use crate::account_pages::post_body;
 use crate::account_setup::{PASSWORD, wait_mails};
 use crate::both_engines;
 use crate::helpers::{Engine, TestApp, cookie_client, expect_json};
@@ -20,18 +21,6 @@ async fn page(app: &TestApp, path: &str, accept_language: Option<&str>) -> (u16,
         req = req.header("accept-language", l);
     }
     let res = req.send().await.unwrap();
-    (res.status().as_u16(), res.text().await.unwrap())
-}
-
-async fn post_form(app: &TestApp, path: &str, body: String) -> (u16, String) {
-    let res = app
-        .client
-        .post(app.url(path))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
     (res.status().as_u16(), res.text().await.unwrap())
 }
 
@@ -84,10 +73,10 @@ async fn a_german_request_gets_a_german_mail_and_german_pages(engine: Engine) {
     assert!(html.contains("Ungültiger Link"), "{html}");
 
     // The form's answer keeps the language; so does its error.
-    let (status, html) = post_form(&app, "/verify-email", format!("token={token}&lang=de")).await;
+    let (status, html) = post_body(&app, "/verify-email", format!("token={token}&lang=de")).await;
     assert_eq!(status, 200, "{html}");
     assert!(html.contains("E-Mail-Adresse bestätigt"), "{html}");
-    let (status, html) = post_form(&app, "/verify-email", format!("token={token}&lang=de")).await;
+    let (status, html) = post_body(&app, "/verify-email", format!("token={token}&lang=de")).await;
     assert_eq!(status, 400);
     assert!(html.contains("bereits verwendet"), "{html}");
 }
@@ -124,7 +113,7 @@ async fn invitations_and_resets_follow_the_requests_language(engine: Engine) {
     assert_eq!(status, 200);
     assert!(html.contains("<html lang=\"fr\">"), "{html}");
     assert!(html.contains("Créer le compte"), "{html}");
-    let (status, html) = post_form(
+    let (status, html) = post_body(
         &app,
         "/signup",
         format!("invitation={token}&lang=fr&password=court"),
@@ -132,7 +121,7 @@ async fn invitations_and_resets_follow_the_requests_language(engine: Engine) {
     .await;
     assert_eq!(status, 422);
     assert!(html.contains("8 à 256 caractères"), "{html}");
-    let (status, html) = post_form(
+    let (status, html) = post_body(
         &app,
         "/signup",
         format!("invitation={token}&lang=fr&password=un+mot+de+passe"),

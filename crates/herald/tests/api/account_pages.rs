@@ -32,6 +32,11 @@ async fn post_form(app: &TestApp, path: &str, form: &[(&str, &str)]) -> (u16, St
         .map(|(k, v)| format!("{k}={}", v.replace(' ', "+")))
         .collect::<Vec<_>>()
         .join("&");
+    post_body(app, path, body).await
+}
+
+/// Posts an encoded form body; returns the status and the page.
+pub async fn post_body(app: &TestApp, path: &str, body: String) -> (u16, String) {
     let res = app
         .client
         .post(app.url(path))
