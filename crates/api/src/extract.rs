@@ -163,11 +163,9 @@ fn checked_query(q: &str) -> Result<Vec<(String, String)>, ApiError> {
     {
         return Err(nul_error(escape_nul(k)));
     }
-    let repeated = pairs
-        .iter()
-        .enumerate()
-        .find(|(i, (k, _))| pairs[..*i].iter().any(|(seen, _)| seen == k));
-    if let Some((_, (k, _))) = repeated {
+    // One pass with a set: the number of pairs is the client's to choose.
+    let mut seen = std::collections::HashSet::with_capacity(pairs.len());
+    if let Some((k, _)) = pairs.iter().find(|(k, _)| !seen.insert(k.as_str())) {
         return Err(ApiError::field(
             k.clone(),
             format!("{k} is given more than once"),
