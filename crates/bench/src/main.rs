@@ -165,7 +165,13 @@ async fn main() -> anyhow::Result<()> {
             })
             .await
         }
-        "segments" => segments::run(&segments::SegmentsOptions { count: opts.count }).await,
+        "segments" => {
+            segments::run(&segments::SegmentsOptions {
+                count: opts.count,
+                database_url: opts.database_url.clone(),
+            })
+            .await
+        }
         "campaign" => campaigns::run(opts.count, opts.database_url.as_deref()).await,
         "track" => {
             track::run(&track::TrackOptions {

@@ -101,8 +101,30 @@ impl Server {
     }
 
     pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.stop().await?.cleanup().await
+    }
+
+    /// Stops the server and keeps its data (the database another node still uses) until
+    /// [`Stopped::cleanup`].
+    pub async fn stop(self) -> anyhow::Result<Stopped> {
         let _ = self.stop.send(());
         self.task.await.context("the server task failed")??;
+        Ok(Stopped {
+            pg_schema: self.pg_schema,
+            _dir: self._dir,
+        })
+    }
+}
+
+/// The data of a stopped server.
+pub struct Stopped {
+    pg_schema: Option<(String, String)>,
+    _dir: tempfile::TempDir,
+}
+
+impl Stopped {
+    /// Drops the PostgreSQL schema (the SQLite directory goes with `self`).
+    pub async fn cleanup(self) -> anyhow::Result<()> {
         if let Some((url, schema)) = self.pg_schema {
             let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await?;
             sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))

@@ -17,7 +17,10 @@ use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
+use std::collections::HashMap;
+
 use herald_store::contacts::{ContactUpsert, upsert_contact};
+use herald_store::contacts_batch::{NewContact, insert_new_many};
 use herald_store::segment_membership::enqueue_reevaluate;
 use herald_store::tracked::{NewTrackedEvent, insert_tracked_many};
 use herald_store::{StoreResult, Tx, messages};
@@ -26,7 +29,7 @@ use serde_json::{Map, Value};
 use crate::Engine;
 use crate::send::AcceptError;
 use crate::send::accept::IDEMPOTENCY_WINDOW_MS;
-use crate::send::batch::Done;
+use crate::send::batch::{Done, Work};
 
 /// Job kind of the outbox rows of events a workflow reacts to (`herald_store::workflows::run`),
 /// queued with the event when an enabled workflow's trigger or a WAIT_FOR_EVENT step names it.
@@ -82,20 +85,24 @@ impl TrackPlan {
         {
             return Err(AcceptError::IdempotencyKeyReused);
         }
-        let out = upsert_contact(
-            tx,
-            &ContactUpsert {
+        let key = (self.project_id, self.email.as_str().to_owned());
+        let contact_id = if let Some(id) = rows.created.remove(&key) {
+            // Inserted by `TrackRows::insert_new_contacts`; its outbox row for segments is the
+            // event's (`flush`).
+            herald_store::fields::record_types(tx, self.project_id, &self.data, now).await?;
+            id
+        } else {
+            let upsert = ContactUpsert {
                 project_id: self.project_id,
                 email: self.email.as_str(),
                 subscribed: self.subscribed,
                 default_subscribed: true,
                 patch: &self.data,
                 now,
-            },
-        )
-        .await?;
+            };
+            upsert_contact(tx, &upsert).await?.contact.id
+        };
         let event_id = new_id();
-        let contact_id = out.contact.id;
         rows.events.push(NewTrackedEvent {
             id: event_id,
             project_id: self.project_id,
@@ -116,9 +123,40 @@ impl TrackPlan {
 #[derive(Default)]
 pub(crate) struct TrackRows {
     events: Vec<NewTrackedEvent>,
+    /// Contacts inserted before the requests are staged, by (project, email).
+    created: HashMap<(Uuid, String), Uuid>,
 }
 
 impl TrackRows {
+    /// Inserts the contacts of `plans` that are new, with multi-row statements, before the
+    /// requests are staged: a statement per request was most of the single writer's time.
+    /// `plans` holds only the first request of the batch for each (project, email) and none
+    /// with an `Idempotency-Key` (whose claim must come before any write), so each request is
+    /// applied in its order; the others, and the emails that exist, take the upsert.
+    pub(crate) async fn insert_new_contacts(
+        &mut self,
+        tx: &mut Tx,
+        plans: &[&TrackPlan],
+        now: Millis,
+    ) -> StoreResult<()> {
+        if plans.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<NewContact> = plans
+            .iter()
+            .map(|p| {
+                let subscribed = p.subscribed.unwrap_or(true);
+                NewContact::new(p.project_id, p.email.as_str(), subscribed, &p.data)
+            })
+            .collect();
+        let inserted = insert_new_many(tx, &rows, now).await?;
+        for row in rows.iter().filter(|r| inserted.contains(&r.id)) {
+            self.created
+                .insert((row.project_id, row.email.to_owned()), row.id);
+        }
+        Ok(())
+    }
+
     /// Inserts the staged events and the outbox rows of those a workflow reacts to
     /// (multi-row statements).
     pub(crate) async fn flush(&self, tx: &mut Tx, now: Millis) -> StoreResult<()> {
@@ -145,13 +183,25 @@ impl Engine {
     /// Records a tracked event: answers once the contact, the event and its outbox row are
     /// committed (with those of the other requests of the same batch).
     pub async fn track(&self, plan: TrackPlan) -> Result<Tracked, AcceptError> {
-        match self
-            .acceptor
-            .submit_work(crate::send::batch::Work::Track(plan))
-            .await?
-        {
+        match self.acceptor.submit_work(Work::Track(plan)).await? {
             Done::Tracked(t) => Ok(t),
             Done::Sent(_) => Err(crate::send::batch::mismatch()),
         }
+    }
+
+    /// Records several tracked events in one transaction, as the batcher does with requests
+    /// that wait together: one answer per plan, in order.
+    pub async fn track_batch(&self, plans: Vec<TrackPlan>) -> Vec<Result<Tracked, AcceptError>> {
+        let work: Vec<Work> = plans.into_iter().map(Work::Track).collect();
+        let refs: Vec<&Work> = work.iter().collect();
+        self.acceptor
+            .write_now(&refs)
+            .await
+            .into_iter()
+            .map(|answer| match answer? {
+                Done::Tracked(t) => Ok(t),
+                Done::Sent(_) => Err(crate::send::batch::mismatch()),
+            })
+            .collect()
     }
 }

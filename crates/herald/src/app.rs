@@ -37,6 +37,10 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     };
     let store = Store::connect(&config.database_url, &opts).await?;
     store.migrate().await?;
+    store
+        .ensure_field_indexes(&config.indexed_fields)
+        .await
+        .context("HERALD_INDEXED_FIELDS")?;
     Ok(store)
 }
 

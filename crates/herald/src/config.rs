@@ -105,6 +105,10 @@ pub struct Config {
     /// environment a comma-separated list.
     #[serde(deserialize_with = "list_or_commas")]
     pub sns_topic_arns: Vec<String>,
+    /// Custom-field keys segments and campaigns filter on most (SQLite): each gets an index at
+    /// startup (docs/segments.md "Hot fields"); in the environment a comma-separated list.
+    #[serde(deserialize_with = "list_or_commas")]
+    pub indexed_fields: Vec<String>,
     /// TEST ONLY: a PEM certificate the SNS verifier trusts from a loopback URL.
     pub sns_trust_cert_pem: Option<PathBuf>,
     /// Sender of Herald's own account mail (verification, password reset, invitations);
@@ -242,6 +246,7 @@ impl Default for Config {
             database_statement_timeout_secs: 30.0,
             feedback_secret: None,
             sns_topic_arns: Vec::new(),
+            indexed_fields: Vec::new(),
             sns_trust_cert_pem: None,
             system_from: String::new(),
             require_email_verification: false,

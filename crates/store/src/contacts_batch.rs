@@ -3,7 +3,7 @@
 //! ones go through the same update as `PATCH /contacts/:id` (custom-field merge, subscription
 //! events, suppression lift), so a rule lives once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
@@ -132,55 +132,97 @@ async fn select_by_emails(
     Ok(rows.into_iter().map(Contact::from).collect())
 }
 
-/// Inserts the rows as new contacts; returns the emails inserted (others already existed).
+/// A contact to insert if its email is new in its project ([`insert_new_many`]).
+pub struct NewContact<'a> {
+    pub id: Uuid,
+    pub project_id: Uuid,
+    pub email: &'a str,
+    pub subscribed: bool,
+    pub data: Map<String, serde_json::Value>,
+}
+
+impl<'a> NewContact<'a> {
+    /// A new contact holding `patch`'s values.
+    pub fn new(project_id: Uuid, email: &'a str, subscribed: bool, patch: &DataPatch) -> Self {
+        let mut data = Map::new();
+        patch.apply(&mut data);
+        Self {
+            id: new_id(),
+            project_id,
+            email,
+            subscribed,
+            data,
+        }
+    }
+}
+
+/// Inserts the contacts whose email is new in their project (multi-row statements, any mix
+/// of projects); returns the ids of those inserted. The others (the email exists, or an
+/// earlier row of `rows` has it) are left alone for the caller's update path. Field types and
+/// outbox rows are the caller's.
+pub async fn insert_new_many(
+    tx: &mut Tx,
+    rows: &[NewContact<'_>],
+    now: Millis,
+) -> StoreResult<HashSet<Uuid>> {
+    let mut inserted = HashSet::with_capacity(rows.len());
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        // Every value bound per row, in text order, so SQLite binds them anonymously
+        // (`engine::binds_for`): id, project, email, subscribed, data, created_at, updated_at.
+        let values: Vec<String> = (0..chunk.len())
+            .map(|i| {
+                let b = 1 + 7 * i;
+                let p: Vec<String> = (b..b + 7).map(|n| format!("${n}")).collect();
+                format!("({})", p.join(", "))
+            })
+            .collect();
+        let q = format!(
+            "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
+             VALUES {} ON CONFLICT (project_id, email) DO NOTHING RETURNING id",
+            values.join(", ")
+        );
+        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+        let ids: Vec<(Uuid,)> = db_tx!(tx, |conn| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+            for row in chunk {
+                query = query
+                    .bind(row.id)
+                    .bind(row.project_id)
+                    .bind(row.email)
+                    .bind(row.subscribed)
+                    .bind(Json(&row.data))
+                    .bind(now)
+                    .bind(now);
+            }
+            query.fetch_all(&mut *conn).await?
+        });
+        inserted.extend(ids.into_iter().map(|(id,)| id));
+    }
+    Ok(inserted)
+}
+
+/// Inserts the rows as new contacts of `project_id`; returns the emails inserted (others
+/// already existed).
 async fn insert_new(
     tx: &mut Tx,
     project_id: Uuid,
     rows: &[&BatchRow<'_>],
     default_subscribed: bool,
     now: Millis,
-) -> StoreResult<std::collections::HashSet<String>> {
-    if rows.is_empty() {
-        return Ok(Default::default());
-    }
-    // Every value bound per row, in text order, so SQLite binds them anonymously
-    // (`engine::binds_for`): id, project, email, subscribed, data, created_at, updated_at.
-    let values: Vec<String> = (0..rows.len())
-        .map(|i| {
-            let b = 1 + 7 * i;
-            let p: Vec<String> = (b..b + 7).map(|n| format!("${n}")).collect();
-            format!("({})", p.join(", "))
-        })
-        .collect();
-    let q = format!(
-        "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
-         VALUES {} ON CONFLICT (project_id, email) DO NOTHING RETURNING email",
-        values.join(", ")
-    );
-    let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-    let data: Vec<Map<String, serde_json::Value>> = rows
+) -> StoreResult<HashSet<String>> {
+    let contacts: Vec<NewContact> = rows
         .iter()
         .map(|r| {
-            let mut d = Map::new();
-            r.patch.apply(&mut d);
-            d
+            let subscribed = r.subscribed.unwrap_or(default_subscribed);
+            NewContact::new(project_id, r.email, subscribed, r.patch)
         })
         .collect();
-    let inserted: Vec<(String,)> = db_tx!(tx, |conn| {
-        let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
-        for (row, d) in rows.iter().zip(&data) {
-            query = query
-                .bind(new_id())
-                .bind(project_id)
-                .bind(row.email)
-                .bind(row.subscribed.unwrap_or(default_subscribed))
-                .bind(Json(d))
-                .bind(now)
-                .bind(now);
-        }
-        query.fetch_all(&mut *conn).await?
-    });
-    Ok(inserted.into_iter().map(|(e,)| e).collect())
+    let ids = insert_new_many(tx, &contacts, now).await?;
+    Ok(contacts
+        .iter()
+        .filter(|c| ids.contains(&c.id))
+        .map(|c| c.email.to_owned())
+        .collect())
 }
 
 /// Sets one contact's subscription with the PATCH rules (event, suppression lift): `None`

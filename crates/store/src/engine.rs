@@ -21,7 +21,12 @@ use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
 
 #[derive(Clone)]
 pub(crate) enum Db {
-    Sqlite { read: SqlitePool, write: SqlitePool },
+    Sqlite {
+        read: SqlitePool,
+        write: SqlitePool,
+        /// Checkpoints the WAL off the writer (see `checkpoint.rs`).
+        _checkpointer: std::sync::Arc<crate::checkpoint::Checkpointer>,
+    },
     Postgres(PgPool),
 }
 
@@ -202,13 +207,20 @@ impl Store {
                 .connect_with(connect.clone())
                 .await
                 .context("opening the SQLite database")?;
+            let checkpointer = crate::checkpoint::Checkpointer::start(&connect, write.clone())
+                .await
+                .context("opening the SQLite database for checkpoints")?;
             let read = SqlitePoolOptions::new()
                 .max_connections(opts.max_connections.clamp(2, 8))
                 .acquire_timeout(Duration::from_secs(30))
                 .connect_with(connect.read_only(true))
                 .await
                 .context("opening the SQLite database for reading")?;
-            Db::Sqlite { read, write }
+            Db::Sqlite {
+                read,
+                write,
+                _checkpointer: std::sync::Arc::new(checkpointer),
+            }
         } else {
             anyhow::bail!("unsupported database URL (expected sqlite:// or postgres://)");
         };
@@ -287,7 +299,7 @@ impl Store {
 
     pub async fn close(&self) {
         match &self.db {
-            Db::Sqlite { read, write } => {
+            Db::Sqlite { read, write, .. } => {
                 read.close().await;
                 write.close().await;
             }

@@ -8,7 +8,7 @@
 //! - A feed entry's `type` is the event's name for a system event, `event` for a tracked one
 //!   (the `tracked` column, set by `/v1/track`), and the entry's kind for a project entry.
 //! - Counts over time windows use `created_at` (the `Clock`'s time), through the index
-//!   `events_project_created`.
+//!   `events_project_created_name` (project, time, name).
 
 use std::collections::BTreeMap;
 

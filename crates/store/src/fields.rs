@@ -52,7 +52,7 @@ impl KnownFields {
 /// Records the type of every leaf the patch stores, unless the key already has one. Keys are
 /// remembered once recorded; a rolled-back transaction can leave a key remembered but not
 /// recorded for at most a minute.
-pub(crate) async fn record_types(
+pub async fn record_types(
     tx: &mut Tx,
     project_id: Uuid,
     patch: &DataPatch,

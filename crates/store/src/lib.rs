@@ -21,6 +21,7 @@ pub mod audience;
 pub mod billing;
 pub mod blobs;
 pub mod campaigns;
+mod checkpoint;
 pub mod contact_jobs;
 pub mod contacts;
 pub mod contacts_batch;

@@ -22,7 +22,7 @@ mod parse;
 pub use dates::{normalize_date, unit_millis};
 pub use eval::{ContactView, evaluate};
 pub use model::{Field, Filter, GroupOp, Leaf, Operand, Operator, Scalar, email_event_name};
-pub use parse::{FilterError, MAX_DEPTH, MAX_NODES};
+pub use parse::{FilterError, MAX_DEPTH, MAX_NODES, data_path};
 
 #[cfg(test)]
 mod tests;

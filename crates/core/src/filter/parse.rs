@@ -45,6 +45,14 @@ fn err(path: &str, code: &'static str, message: impl Into<String>) -> FilterErro
     }
 }
 
+/// The keys of a `data.` path (`rest` is what follows `data.`): dot-separated, none empty or
+/// holding `"` `\` `[` `]` `$`, so the path can be written into SQL as a literal.
+pub fn data_path(rest: &str) -> Option<Vec<String>> {
+    let parts: Vec<String> = rest.split('.').map(str::to_owned).collect();
+    let bad = |p: &String| p.is_empty() || p.contains(['"', '\\', '[', ']', '$']);
+    (!parts.iter().any(bad)).then_some(parts)
+}
+
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
@@ -196,17 +204,13 @@ fn resolve_field(
             "segment" => Field::Segment(segment_id(value, vpath)?),
             _ => {
                 if let Some(rest) = name.strip_prefix("data.") {
-                    let parts: Vec<String> = rest.split('.').map(str::to_owned).collect();
-                    if parts
-                        .iter()
-                        .any(|p| p.is_empty() || p.contains(['"', '\\', '[', ']', '$']))
-                    {
+                    let Some(parts) = data_path(rest) else {
                         return Err(err(
                             fpath,
                             "invalid_field",
                             "a data path is dot-separated keys, none empty or holding \" \\ [ ] $",
                         ));
-                    }
+                    };
                     // A span operator's value is a number of units, not a field value.
                     let spans = matches!(op, Operator::Within | Operator::OlderThan);
                     let guess = if spans { None } else { value.map(infer_type) };

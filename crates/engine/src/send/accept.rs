@@ -214,6 +214,11 @@ fn prepare_attachments(
 }
 
 impl AcceptRequest {
+    /// The project the request sends from.
+    pub(crate) fn project_id(&self) -> Uuid {
+        self.spec.project_id
+    }
+
     async fn prepare(plan: &SendPlan, links: &MailLinks) -> Result<AcceptRequest, AcceptError> {
         let bytes: usize = plan.attachments.iter().map(|a| a.content.len()).sum();
         let (attachments, attachment_shas, blobs) = if bytes > INLINE_DECODE_LIMIT {

@@ -17,10 +17,12 @@
 //!   rolls the shared transaction back and the batch is written again with a savepoint per
 //!   request: the failing request is undone and answered with its error, the others commit.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use herald_core::clock::SharedClock;
+use herald_core::ids::Uuid;
 use herald_store::{Store, StoreError, Tx};
 use tokio::sync::{mpsc, oneshot};
 
@@ -76,6 +78,31 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
+    /// Work done for the whole batch before its requests are staged one by one: the new
+    /// contacts of its track requests, inserted together
+    /// ([`TrackRows::insert_new_contacts`]). A track request takes part only when no earlier
+    /// request of the batch names its (project, email) and it has no `Idempotency-Key`.
+    async fn prepare(&mut self, reqs: &[&Work], tx: &mut Tx, now: i64) -> Result<(), StoreError> {
+        let mut seen: HashSet<(Uuid, &str)> = HashSet::with_capacity(reqs.len());
+        let mut fresh: Vec<&TrackPlan> = Vec::new();
+        for work in reqs {
+            match work {
+                Work::Track(t) => {
+                    let first = seen.insert((t.project_id, t.email.as_str()));
+                    if first && t.idempotency_key.is_none() {
+                        fresh.push(t);
+                    }
+                }
+                Work::Send(r) => {
+                    for recipient in &r.recipients {
+                        seen.insert((r.project_id(), recipient.email.as_str()));
+                    }
+                }
+            }
+        }
+        self.tracks.insert_new_contacts(tx, &fresh, now).await
+    }
+
     async fn stage(&mut self, work: &'a Work, tx: &mut Tx, now: i64) -> Answer {
         match work {
             Work::Send(r) => r.stage(tx, &mut self.sends, now).await.map(Done::Sent),
@@ -244,6 +271,7 @@ async fn write_shared(ctx: &BatchContext, reqs: &[&Work]) -> Result<Vec<Answer>,
     let now = ctx.clock.now();
     let mut tx = ctx.store.begin().await?;
     let mut rows = Rows::default();
+    rows.prepare(reqs, &mut tx, now).await?;
     let mut answers = Vec::with_capacity(reqs.len());
     for req in reqs {
         match rows.stage(req, &mut tx, now).await {

@@ -19,6 +19,7 @@ both_engines!(
     a_reused_idempotency_key_is_409_and_records_nothing,
     keys_decide_who_may_track,
     concurrent_tracks_are_all_committed,
+    one_batch_inserts_its_new_contacts_together_and_applies_requests_in_order,
     cors_is_open_on_v1_track_only,
 );
 
@@ -511,4 +512,100 @@ async fn cors_is_open_on_v1_track_only(engine: Engine) {
         .await
         .unwrap();
     assert_eq!(header(&res, "access-control-allow-origin"), None);
+}
+
+/// The batcher inserts the new contacts of a batch's tracks with one statement before staging
+/// the requests; a repeated email, a keyed request and an existing contact take the upsert, and
+/// every request is applied in its order.
+async fn one_batch_inserts_its_new_contacts_together_and_applies_requests_in_order(engine: Engine) {
+    use herald_core::email::EmailAddress;
+    use herald_core::fields::DataPatch;
+    use herald_engine::send::AcceptError;
+    use herald_engine::track::TrackPlan;
+
+    let app = engine.app().await;
+    let p = app.project().await;
+    let old = tracked(
+        &app,
+        &p.secret_key,
+        json!({"event": "seen", "email": "old@example.org", "data": {"plan": "free"}}),
+    )
+    .await;
+    let project_id = uuid::Uuid::parse_str(&p.id).unwrap();
+    let plan = |email: &str, data: Value, subscribed: Option<bool>, key: Option<&str>| TrackPlan {
+        project_id,
+        email: EmailAddress::parse(email).unwrap(),
+        event: "batched".into(),
+        subscribed,
+        data: DataPatch::parse(Some(&data)).unwrap(),
+        idempotency_key: key.map(str::to_owned),
+    };
+    let answers = app
+        .engine
+        .track_batch(vec![
+            plan("new@example.org", json!({"plan": "pro"}), Some(false), None),
+            plan("new@example.org", json!({"seats": 2}), None, None),
+            plan("old@example.org", json!({"plan": "team"}), None, None),
+            plan("keyed@example.org", json!({"n": 1}), None, Some("k-1")),
+            plan("keyed@example.org", json!({"n": 2}), None, None),
+            plan("fresh@example.org", json!({}), None, None),
+        ])
+        .await;
+    // A reused key writes nothing, not even the new contact of its email.
+    let reused = app
+        .engine
+        .track_batch(vec![plan("late@example.org", json!({}), None, Some("k-1"))])
+        .await;
+    assert!(
+        matches!(reused[0], Err(AcceptError::IdempotencyKeyReused)),
+        "{:?}",
+        reused[0]
+    );
+    let ids: Vec<String> = answers
+        .iter()
+        .map(|a| {
+            a.as_ref()
+                .expect("every request is recorded")
+                .contact_id
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids[0], ids[1], "one contact for a repeated email");
+    assert_eq!(
+        ids[2], old["contact"],
+        "an existing contact is updated, not duplicated"
+    );
+    assert_eq!(ids[3], ids[4]);
+    let contact = |id: String| {
+        let app = &app;
+        let key = p.secret_key.clone();
+        async move { expect_json(app.get(&format!("/contacts/{id}"), &key).await, 200).await }
+    };
+    let new = contact(ids[0].clone()).await;
+    assert_eq!(new["data"], json!({"plan": "pro", "seats": 2}), "{new}");
+    assert_eq!(
+        new["subscribed"], false,
+        "the first request's state stays: {new}"
+    );
+    let old = contact(ids[2].clone()).await;
+    assert_eq!(old["data"]["plan"], "team", "{old}");
+    let keyed = contact(ids[3].clone()).await;
+    assert_eq!(
+        keyed["data"]["n"], 2,
+        "the later request is applied last: {keyed}"
+    );
+    let fresh = contact(ids[5].clone()).await;
+    assert_eq!(
+        fresh["subscribed"], true,
+        "new contacts are subscribed: {fresh}"
+    );
+    for (id, n) in [(&ids[0], 2), (&ids[2], 2), (&ids[3], 2), (&ids[5], 1)] {
+        assert_eq!(
+            contact_events(&app, &p.secret_key, id).await.len(),
+            n,
+            "events of {id}"
+        );
+    }
+    let list = expect_json(app.get("/contacts?limit=100", &p.secret_key).await, 200).await;
+    assert_eq!(list["total"], 4, "{list}");
 }

@@ -45,6 +45,17 @@ pub(crate) struct Compiled {
     pub binds: Vec<Bind>,
 }
 
+/// The SQL literal of a data path: `'$."a"."b"'` (SQLite) or `'{a,b}'` (PostgreSQL). The hot
+/// field indexes (`field_indexes.rs`) are built on the same text, so SQLite matches them.
+pub(crate) fn path_literal(dialect: Dialect, path: &[String]) -> String {
+    let parts: Vec<String> = path.iter().map(|p| format!("\"{p}\"")).collect();
+    let quoted = match dialect {
+        Dialect::Sqlite => format!("$.{}", parts.join(".")),
+        Dialect::Postgres => format!("{{{}}}", parts.join(",")),
+    };
+    format!("'{}'", quoted.replace('\'', "''"))
+}
+
 /// The placeholder every audience query binds the project id to.
 const PROJECT: &str = "$1";
 
@@ -194,19 +205,8 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// The SQL literal of a data path: `'$."a"."b"'` (SQLite) or `'{a,b}'` (PostgreSQL).
     fn path_literal(&self, path: &[String]) -> String {
-        let quoted = match self.dialect {
-            Dialect::Sqlite => {
-                let parts: Vec<String> = path.iter().map(|p| format!("\"{p}\"")).collect();
-                format!("$.{}", parts.join("."))
-            }
-            Dialect::Postgres => {
-                let parts: Vec<String> = path.iter().map(|p| format!("\"{p}\"")).collect();
-                format!("{{{}}}", parts.join(","))
-            }
-        };
-        format!("'{}'", quoted.replace('\'', "''"))
+        path_literal(self.dialect, path)
     }
 
     /// `(json type, value as text/number)` expressions of a data path.

@@ -11,6 +11,7 @@
 //! - `subscribed_only` keeps contacts with `subscribed = true` only (campaign audiences).
 
 mod compile;
+mod field_indexes;
 
 use std::collections::HashMap;
 
