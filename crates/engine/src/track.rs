@@ -148,7 +148,7 @@ impl TrackRows {
                 let subscribed = p.subscribed.unwrap_or(true);
                 NewContact::new(p.project_id, p.email.as_str(), subscribed, &p.data)
             })
-            .collect();
+            .collect::<StoreResult<_>>()?;
         let inserted = insert_new_many(tx, &rows, now).await?;
         for row in rows.iter().filter(|r| inserted.contains(&r.id)) {
             self.created

@@ -60,7 +60,7 @@ pub async fn add_refs(tx: &mut Tx, refs: &[AttachmentRef<'_>]) -> StoreResult<()
     for chunk in refs.chunks(200) {
         let q = format!(
             "INSERT INTO message_attachments (message_id, position, project_id, sha256) VALUES {}",
-            crate::messages::value_rows(chunk.len(), 4, 1)
+            crate::engine::value_rows(chunk.len(), 4, 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         db_tx!(&mut *tx, |conn| {

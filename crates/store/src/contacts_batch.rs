@@ -3,23 +3,51 @@
 //! ones go through the same update as `PATCH /contacts/:id` (custom-field merge, subscription
 //! events, suppression lift), so a rule lives once.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
 use serde_json::Map;
+use serde_json::value::RawValue;
 use sqlx::AssertSqlSafe;
 use sqlx::types::Json;
 
 use crate::contacts::{COLUMNS, Contact, ContactRow, ContactUpdate, ContactUpsert, apply_update};
-use crate::{Dialect, StoreResult, Tx};
+use crate::{Dialect, StoreError, StoreResult, Tx};
 
 /// One row of a batch upsert; emails are validated, normalised and unique within a batch.
 pub struct BatchRow<'a> {
-    pub email: &'a str,
     pub subscribed: Option<bool>,
     pub patch: &'a DataPatch,
+    /// The contact inserted if the email is new in the project: `subscribed` resolved with
+    /// the default, `patch` applied to no data ([`BatchRow::new`]). The caller builds it, so an
+    /// import builds it on its parsing thread, off the writer's path.
+    pub new: NewContact<'a>,
+}
+
+impl<'a> BatchRow<'a> {
+    /// A row whose new contact is built now; `default_subscribed` stands in for a missing
+    /// `subscribed` when the contact is new.
+    pub fn new(
+        project_id: Uuid,
+        email: &'a str,
+        subscribed: Option<bool>,
+        default_subscribed: bool,
+        patch: &'a DataPatch,
+    ) -> StoreResult<Self> {
+        let resolved = subscribed.unwrap_or(default_subscribed);
+        Ok(Self {
+            subscribed,
+            patch,
+            new: NewContact::new(project_id, email, resolved, patch)?,
+        })
+    }
+
+    pub fn email(&self) -> &'a str {
+        self.new.email
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -41,16 +69,16 @@ pub async fn upsert_batch(
     now: Millis,
 ) -> StoreResult<BatchOutcome> {
     let mut out = BatchOutcome::default();
-    let emails: Vec<&str> = rows.iter().map(|r| r.email).collect();
+    let emails: Vec<&str> = rows.iter().map(BatchRow::email).collect();
     let mut existing: HashMap<String, Contact> = select_by_emails(tx, project_id, &emails)
         .await?
         .into_iter()
         .map(|c| (c.email.clone(), c))
         .collect();
     let (old, new): (Vec<&BatchRow>, Vec<&BatchRow>) =
-        rows.iter().partition(|r| existing.contains_key(r.email));
+        rows.iter().partition(|r| existing.contains_key(r.email()));
     for row in old {
-        if let Some(contact) = existing.remove(row.email) {
+        if let Some(contact) = existing.remove(row.email()) {
             let change = ContactUpdate {
                 email: None,
                 subscribed: row.subscribed,
@@ -63,30 +91,33 @@ pub async fn upsert_batch(
         }
     }
     for chunk in new.chunks(INSERT_CHUNK) {
-        let inserted = insert_new(tx, project_id, chunk, default_subscribed, now).await?;
+        let contacts: Vec<&NewContact> = chunk.iter().map(|r| &r.new).collect();
+        let inserted = insert_new_many(tx, &contacts, now).await?;
         // The field types of the inserted rows at once: the first value of each key decides,
         // as when the rows are upserted one by one.
         // (Objects give dotted paths per row, so a row holding one is recorded on its own.)
         let mut types = DataPatch::default();
-        for row in chunk.iter().filter(|r| inserted.contains(r.email)) {
+        for row in chunk.iter().filter(|r| inserted.contains(&r.new.id)) {
             if row.patch.set.values().any(serde_json::Value::is_object) {
                 crate::fields::record_types(tx, project_id, row.patch, now).await?;
                 continue;
             }
             for (k, v) in &row.patch.set {
-                types.set.entry(k.clone()).or_insert_with(|| v.clone());
+                if !types.set.contains_key(k) {
+                    types.set.insert(k.clone(), v.clone());
+                }
             }
         }
         crate::fields::record_types(tx, project_id, &types, now).await?;
         for row in chunk {
-            if inserted.contains(row.email) {
+            if inserted.contains(&row.new.id) {
                 out.created += 1;
                 continue;
             }
             // Created meanwhile by another writer: the one-contact upsert updates it.
             let upsert = ContactUpsert {
                 project_id,
-                email: row.email,
+                email: row.email(),
                 subscribed: row.subscribed,
                 default_subscribed,
                 patch: row.patch,
@@ -138,21 +169,33 @@ pub struct NewContact<'a> {
     pub project_id: Uuid,
     pub email: &'a str,
     pub subscribed: bool,
-    pub data: Map<String, serde_json::Value>,
+    /// The contact's data, encoded ([`NewContact::encode`]).
+    pub data: Cow<'a, RawValue>,
 }
 
 impl<'a> NewContact<'a> {
     /// A new contact holding `patch`'s values.
-    pub fn new(project_id: Uuid, email: &'a str, subscribed: bool, patch: &DataPatch) -> Self {
-        let mut data = Map::new();
-        patch.apply(&mut data);
-        Self {
+    pub fn new(
+        project_id: Uuid,
+        email: &'a str,
+        subscribed: bool,
+        patch: &DataPatch,
+    ) -> StoreResult<Self> {
+        Ok(Self {
             id: new_id(),
             project_id,
             email,
             subscribed,
-            data,
-        }
+            data: Cow::Owned(Self::encode(patch)?),
+        })
+    }
+
+    /// The data of a new contact holding `patch`'s values, encoded as it is stored (encoded
+    /// by the caller, so an import encodes on its parsing thread, off the writer's path).
+    pub fn encode(patch: &DataPatch) -> StoreResult<Box<RawValue>> {
+        let mut data = Map::new();
+        patch.apply(&mut data);
+        serde_json::value::to_raw_value(&data).map_err(|e| StoreError::Other(e.into()))
     }
 }
 
@@ -160,37 +203,31 @@ impl<'a> NewContact<'a> {
 /// of projects); returns the ids of those inserted. The others (the email exists, or an
 /// earlier row of `rows` has it) are left alone for the caller's update path. Field types and
 /// outbox rows are the caller's.
-pub async fn insert_new_many(
+pub async fn insert_new_many<'a, C: std::borrow::Borrow<NewContact<'a>>>(
     tx: &mut Tx,
-    rows: &[NewContact<'_>],
+    rows: &[C],
     now: Millis,
 ) -> StoreResult<HashSet<Uuid>> {
     let mut inserted = HashSet::with_capacity(rows.len());
     for chunk in rows.chunks(INSERT_CHUNK) {
-        // Every value bound per row, in text order, so SQLite binds them anonymously
-        // (`engine::binds_for`): id, project, email, subscribed, data, created_at, updated_at.
-        let values: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let b = 1 + 7 * i;
-                let p: Vec<String> = (b..b + 7).map(|n| format!("${n}")).collect();
-                format!("({})", p.join(", "))
-            })
-            .collect();
+        // Every value bound per row, in column order: id, project, email, subscribed, data,
+        // created_at, updated_at.
         let q = format!(
             "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
              VALUES {} ON CONFLICT (project_id, email) DO NOTHING RETURNING id",
-            values.join(", ")
+            crate::engine::value_rows(chunk.len(), 7, 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let ids: Vec<(Uuid,)> = db_tx!(tx, |conn| {
             let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
             for row in chunk {
+                let row = row.borrow();
                 query = query
                     .bind(row.id)
                     .bind(row.project_id)
                     .bind(row.email)
                     .bind(row.subscribed)
-                    .bind(Json(&row.data))
+                    .bind(Json(&*row.data))
                     .bind(now)
                     .bind(now);
             }
@@ -199,30 +236,6 @@ pub async fn insert_new_many(
         inserted.extend(ids.into_iter().map(|(id,)| id));
     }
     Ok(inserted)
-}
-
-/// Inserts the rows as new contacts of `project_id`; returns the emails inserted (others
-/// already existed).
-async fn insert_new(
-    tx: &mut Tx,
-    project_id: Uuid,
-    rows: &[&BatchRow<'_>],
-    default_subscribed: bool,
-    now: Millis,
-) -> StoreResult<HashSet<String>> {
-    let contacts: Vec<NewContact> = rows
-        .iter()
-        .map(|r| {
-            let subscribed = r.subscribed.unwrap_or(default_subscribed);
-            NewContact::new(project_id, r.email, subscribed, r.patch)
-        })
-        .collect();
-    let ids = insert_new_many(tx, &contacts, now).await?;
-    Ok(contacts
-        .iter()
-        .filter(|c| ids.contains(&c.id))
-        .map(|c| c.email.to_owned())
-        .collect())
 }
 
 /// Sets one contact's subscription with the PATCH rules (event, suppression lift): `None`

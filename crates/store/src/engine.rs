@@ -375,6 +375,27 @@ pub(crate) fn binds_for(dialect: Dialect, sql: &str) -> std::borrow::Cow<'_, str
     Cow::Owned(out)
 }
 
+/// Placeholders `($a, $b, ...), (...)` for `rows` rows of `width` values, numbered from
+/// `first` in text order (so [`binds_for`] makes them anonymous on SQLite when `first` is 1).
+/// Written into one string: a 500-row insert has thousands of placeholders.
+pub(crate) fn value_rows(rows: usize, width: usize, first: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(rows * width * 8);
+    let mut n = first;
+    for r in 0..rows {
+        out.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..width {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            let _ = std::write!(out, "${n}");
+            n += 1;
+        }
+        out.push(')');
+    }
+    out
+}
+
 /// Picks the statement text for the engine.
 pub(crate) fn sql(dialect: Dialect, sqlite: &'static str, postgres: &'static str) -> &'static str {
     match dialect {

@@ -95,3 +95,15 @@ fn sequential_placeholders_become_anonymous_on_sqlite_only() {
         ["?"; 12].join(",")
     );
 }
+
+#[test]
+fn value_rows_number_placeholders_in_text_order() {
+    use crate::engine::{Dialect, binds_for, value_rows};
+    assert_eq!(value_rows(2, 2, 3), "($3, $4), ($5, $6)");
+    assert_eq!(value_rows(1, 1, 1), "($1)");
+    // From $1 they become anonymous on SQLite.
+    assert_eq!(
+        binds_for(Dialect::Sqlite, &value_rows(2, 3, 1)),
+        "(?, ?, ?), (?, ?, ?)"
+    );
+}

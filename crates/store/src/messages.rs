@@ -13,6 +13,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
+use crate::engine::value_rows;
 use crate::workflows::run::{EventRef, enqueue_dispatch};
 use crate::{Store, StoreResult, Tx};
 
@@ -416,19 +417,6 @@ pub struct SentRecord<'a> {
     pub relay_message_id: Option<&'a str>,
 }
 
-/// Placeholders `($a, $b, ...), (...)` for `rows` rows of `width` values, numbered from `first`.
-pub(crate) fn value_rows(rows: usize, width: usize, first: usize) -> String {
-    (0..rows)
-        .map(|r| {
-            let cols: Vec<String> = (0..width)
-                .map(|c| format!("${}", first + r * width + c))
-                .collect();
-            format!("({})", cols.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Acks the send jobs and marks their messages SENT with history and `email.sent` events, in a
 /// few multi-row statements (group commit of the delivery worker). Returns the message ids
 /// recorded.
@@ -583,14 +571,4 @@ async fn set_relay_ids(tx: &mut Tx, moved: &[&SentRecord<'_>]) -> StoreResult<()
         query.execute(&mut *conn).await?;
     });
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::value_rows;
-
-    #[test]
-    fn value_rows_number_placeholders() {
-        assert_eq!(value_rows(2, 2, 3), "($3, $4), ($5, $6)");
-    }
 }

@@ -9,17 +9,18 @@
 //! counted in `skipped`). A new contact without a `subscribed` value is subscribed, as with
 //! `POST /contacts`.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
-use herald_core::contact_import::{ImportRow, read_header, rows};
-use herald_core::contact_jobs::{JobState, progress};
-use herald_store::StoreResult;
+use herald_core::contact_import::read_header;
+use herald_core::contact_jobs::JobState;
 use herald_store::contact_jobs::{JobWork, checkpoint};
-use herald_store::contacts_batch::{BatchRow, upsert_batch};
+use herald_store::contacts_batch::{BatchRow, NewContact, upsert_batch};
+use herald_store::{StoreError, StoreResult};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Held;
+use super::import_rows::{self, ReadPlan, ReadyRow};
 use crate::Engine;
 
 /// Errors listed in a result at most.
@@ -50,13 +51,13 @@ impl ImportResult {
 
 /// Runs (or resumes) the import of `held`.
 pub(crate) async fn run(engine: &Engine, held: &Held) -> StoreResult<()> {
-    let Some(work) = engine.store.contact_job_work(held.contact_job).await? else {
+    let Some(mut work) = engine.store.contact_job_work(held.contact_job).await? else {
         return ack_only(engine, held).await;
     };
-    let Some(bytes) = work.input.as_deref().filter(|_| is_open(&work)) else {
+    let Some(bytes) = work.input.take().filter(|_| is_open(&work)) else {
         return ack_only(engine, held).await;
     };
-    let header = match read_header(bytes) {
+    let header = match read_header(&bytes) {
         Ok(h) => h,
         Err(problem) => {
             let Some(tx) = held.begin(engine).await? else {
@@ -71,65 +72,47 @@ pub(crate) async fn run(engine: &Engine, held: &Held) -> StoreResult<()> {
     };
     let mut result: ImportResult =
         serde_json::from_value(work.result.0.clone()).unwrap_or_default();
-    let resume = u64::try_from(work.resume_offset).unwrap_or(0);
-    let batch_rows = engine.settings.import_batch_rows.max(1);
-    let total = bytes.len() as u64;
-    // Email to the line of its first occurrence, rows before the resume point included.
-    let mut seen: HashMap<String, u64> = HashMap::new();
-    let mut batch: Vec<ImportRow> = Vec::with_capacity(batch_rows);
-    for row in rows(bytes, &header) {
-        if row.offset < resume {
-            if let Ok(r) = row.outcome {
-                seen.entry(r.email.into_string()).or_insert(row.line);
-            }
-            continue;
+    let mut batches = import_rows::spawn(ReadPlan {
+        bytes,
+        header,
+        resume: u64::try_from(work.resume_offset).unwrap_or(0),
+        batch_rows: engine.settings.import_batch_rows.max(1),
+    });
+    while let Some(batch) = batches.recv().await {
+        for (line, error) in batch.skipped {
+            result.skip(line, error);
         }
-        match row.outcome {
-            Err(e) => result.skip(row.line, e),
-            Ok(r) => match seen.get(r.email.as_str()) {
-                Some(first) => {
-                    let msg = format!(
-                        "duplicate email {} (first on line {first})",
-                        r.email.as_str()
-                    );
-                    result.skip(row.line, msg);
-                }
-                None => {
-                    seen.insert(r.email.as_str().to_owned(), row.line);
-                    batch.push(r);
-                }
-            },
-        }
-        if batch.len() >= batch_rows {
-            let Some(mut tx) = held.begin(engine).await? else {
-                return Ok(());
-            };
-            commit_rows(engine, &mut tx, &work, &batch, &mut result).await?;
-            let next = i64::try_from(row.offset + 1).unwrap_or(i64::MAX);
-            let line = i64::try_from(row.line).unwrap_or(i64::MAX);
-            let value = serde_json::to_value(&result).unwrap_or_default();
-            let pct = progress(row.offset + 1, total).min(99);
-            checkpoint(
-                &mut tx,
-                held.contact_job,
-                next,
-                line,
-                pct,
-                &value,
-                engine.now(),
-            )
-            .await?;
-            tx.commit().await?;
-            batch.clear();
-        }
+        let Some(mut tx) = held.begin(engine).await? else {
+            return Ok(());
+        };
+        commit_rows(engine, &mut tx, &work, &batch.rows, &mut result).await?;
+        // Freeing 2,000 rows' maps is not the writer's work.
+        let rows = batch.rows;
+        tokio::task::spawn_blocking(move || drop(rows));
+        let value = serde_json::to_value(&result).unwrap_or_default();
+        let Some(end) = batch.end else {
+            return held
+                .finish(engine, tx, JobState::Completed, &value, None)
+                .await;
+        };
+        let next = i64::try_from(end.next).unwrap_or(i64::MAX);
+        let line = i64::try_from(end.line).unwrap_or(i64::MAX);
+        checkpoint(
+            &mut tx,
+            held.contact_job,
+            next,
+            line,
+            end.progress,
+            &value,
+            engine.now(),
+        )
+        .await?;
+        tx.commit().await?;
     }
-    let Some(mut tx) = held.begin(engine).await? else {
-        return Ok(());
-    };
-    commit_rows(engine, &mut tx, &work, &batch, &mut result).await?;
-    let value = serde_json::to_value(&result).unwrap_or_default();
-    held.finish(engine, tx, JobState::Completed, &value, None)
-        .await
+    // The reader ended without its last batch: it panicked. The job is tried again.
+    Err(StoreError::Other(anyhow::anyhow!(
+        "the import's reader stopped before the end of the file"
+    )))
 }
 
 /// Upserts one batch inside `tx` and counts it.
@@ -137,15 +120,21 @@ async fn commit_rows(
     engine: &Engine,
     tx: &mut herald_store::Tx,
     work: &JobWork,
-    batch: &[ImportRow],
+    batch: &[ReadyRow],
     result: &mut ImportResult,
 ) -> StoreResult<()> {
     let rows: Vec<BatchRow> = batch
         .iter()
         .map(|r| BatchRow {
-            email: r.email.as_str(),
-            subscribed: r.subscribed,
-            patch: &r.patch,
+            subscribed: r.row.subscribed,
+            patch: &r.row.patch,
+            new: NewContact {
+                id: r.id,
+                project_id: work.project_id,
+                email: r.row.email.as_str(),
+                subscribed: r.row.subscribed.unwrap_or(true),
+                data: Cow::Borrowed(&*r.data),
+            },
         })
         .collect();
     let out = upsert_batch(tx, work.project_id, &rows, true, engine.now()).await?;

@@ -13,6 +13,7 @@
 
 pub mod bulk;
 pub mod import;
+mod import_rows;
 
 use std::time::Duration;
 

@@ -100,10 +100,9 @@ pub async fn seed(
     for chunk in (0..n).collect::<Vec<_>>().chunks(2000) {
         let rows: Vec<BatchRow> = chunk
             .iter()
-            .map(|&i| BatchRow {
-                email: &emails[i],
-                subscribed: Some(subscribed),
-                patch: &patches[i],
+            .map(|&i| {
+                BatchRow::new(project, &emails[i], Some(subscribed), subscribed, &patches[i])
+                    .expect("row")
             })
             .collect();
         let mut tx = app.store.begin().await.expect("begin");

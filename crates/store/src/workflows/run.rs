@@ -154,7 +154,7 @@ pub async fn dispatched_events(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<Dis
 
 /// `$1, $2, ...` for `n` values.
 fn in_list(n: usize) -> String {
-    crate::messages::value_rows(n, 1, 1).replace(['(', ')'], "")
+    crate::engine::value_rows(n, 1, 1).replace(['(', ')'], "")
 }
 
 /// Which workflows the contacts entered: `(workflow, contact, has an active execution)`.
@@ -456,7 +456,7 @@ pub async fn run_states(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<RunState>>
         let q = format!(
             "SELECT id, project_id, workflow_id, contact_id, status, current_step_id, context \
              FROM workflow_executions WHERE id IN ({}){lock}",
-            crate::messages::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
+            crate::engine::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<RunState> = db_tx!(&mut *tx, |conn| {
@@ -478,7 +478,7 @@ pub async fn contacts_now(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<(Uuid, C
         let q = format!(
             "SELECT project_id, {} FROM contacts WHERE id IN ({})",
             crate::contacts::COLUMNS,
-            crate::messages::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
+            crate::engine::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<ProjectContact> = db_tx!(&mut *tx, |conn| {
@@ -572,7 +572,7 @@ pub async fn record_steps(tx: &mut Tx, rows: &[HistoryRow]) -> StoreResult<()> {
         let q = format!(
             "INSERT INTO workflow_execution_steps (id, execution_id, step_id, status, output, \
              started_at, completed_at) VALUES {}",
-            crate::messages::value_rows(chunk.len(), 7, 1)
+            crate::engine::value_rows(chunk.len(), 7, 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         db_tx!(&mut *tx, |conn| {
