@@ -23,7 +23,8 @@ const TARGET_SERIES_MS: f64 = 200.0;
 const CSV_MAX: usize = 5 * 1024 * 1024;
 const DAY_MS: i64 = 86_400_000;
 
-/// Runs `sql` with `n` and `now` bound on the server's database (its only project is used).
+/// Runs `sql` with `n` and `now` bound on the server's database (the statements name the
+/// project `project_key` made, "Benchmark": signing up makes a first project of its own).
 async fn seed(
     server: &Server,
     sqlite: &str,
@@ -110,10 +111,10 @@ pub async fn import(opts: &Options) -> anyhow::Result<()> {
         &server,
         "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $1 - 1) \
          INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
-         SELECT randomblob(16), (SELECT id FROM projects LIMIT 1), 'seed' || i || '@bench.example', 1, \
+         SELECT randomblob(16), (SELECT id FROM projects WHERE name = 'Benchmark'), 'seed' || i || '@bench.example', 1, \
          '{\"plan\":\"free\"}', $2, $2 FROM n",
         "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
-         SELECT gen_random_uuid(), (SELECT id FROM projects LIMIT 1), 'seed' || i || '@bench.example', true, \
+         SELECT gen_random_uuid(), (SELECT id FROM projects WHERE name = 'Benchmark'), 'seed' || i || '@bench.example', true, \
          '{\"plan\":\"free\"}'::jsonb, $2, $2 FROM generate_series(0, $1 - 1) i",
         i64::try_from(count)?,
         now_ms(),
@@ -203,13 +204,13 @@ pub async fn analytics(opts: &Options) -> anyhow::Result<()> {
         &format!(
             "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $1 - 1) \
              INSERT INTO events (id, project_id, contact_id, name, data, created_at) \
-             SELECT randomblob(16), (SELECT id FROM projects LIMIT 1), NULL, {name}, '{{}}', \
+             SELECT randomblob(16), (SELECT id FROM projects WHERE name = 'Benchmark'), NULL, {name}, '{{}}', \
              $2 - {span} + (i * {span}) / $1 FROM n",
             span = 30 * DAY_MS
         ),
         &format!(
             "INSERT INTO events (id, project_id, contact_id, name, data, created_at) \
-             SELECT gen_random_uuid(), (SELECT id FROM projects LIMIT 1), NULL, {name}, '{{}}'::jsonb, \
+             SELECT gen_random_uuid(), (SELECT id FROM projects WHERE name = 'Benchmark'), NULL, {name}, '{{}}'::jsonb, \
              $2 - {span} + (i * {span}) / $1 FROM generate_series(0, $1 - 1) i",
             span = 30 * DAY_MS
         ),
@@ -242,7 +243,7 @@ pub async fn analytics(opts: &Options) -> anyhow::Result<()> {
             .unwrap_or(0);
         ensure!(
             counted == i64::try_from(sent)?,
-            "counted {counted} sends, seeded {sent}"
+            "counted {counted} sends, seeded {sent}: {body}"
         );
         // The first call of a project rolls its closed slots up; later ones read the rollup.
         let first = times[0];

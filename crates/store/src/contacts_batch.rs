@@ -214,12 +214,12 @@ pub async fn insert_new_many<'a, C: std::borrow::Borrow<NewContact<'a>>>(
         // created_at, updated_at.
         let q = format!(
             "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
-             VALUES {} ON CONFLICT (project_id, email) DO NOTHING RETURNING id",
+             VALUES {} ON CONFLICT (project_id, email) DO NOTHING",
             crate::engine::value_rows(chunk.len(), 7, 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-        let ids: Vec<(Uuid,)> = db_tx!(tx, |conn| {
-            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+        let n = db_tx!(tx, |conn| {
+            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
             for row in chunk {
                 let row = row.borrow();
                 query = query
@@ -231,11 +231,36 @@ pub async fn insert_new_many<'a, C: std::borrow::Borrow<NewContact<'a>>>(
                     .bind(now)
                     .bind(now);
             }
-            query.fetch_all(&mut *conn).await?
+            query.execute(&mut *conn).await?.rows_affected()
         });
-        inserted.extend(ids.into_iter().map(|(id,)| id));
+        let ids = chunk.iter().map(|r| r.borrow().id);
+        if n == chunk.len() as u64 {
+            inserted.extend(ids);
+        } else if n > 0 {
+            // Some emails existed. The ids are new, so a row holding one is a row inserted
+            // here (counted by `rows_affected` rather than returned: `RETURNING` sends every
+            // row back on its own, a cost paid on every batch for the rare conflict).
+            inserted.extend(existing_ids(tx, ids.collect()).await?);
+        }
     }
     Ok(inserted)
+}
+
+/// Which of `ids` are contacts' ids.
+async fn existing_ids(tx: &mut Tx, ids: Vec<Uuid>) -> StoreResult<Vec<Uuid>> {
+    let q = format!(
+        "SELECT id FROM contacts WHERE id IN {}",
+        crate::engine::value_rows(1, ids.len(), 1)
+    );
+    let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
+    let found: Vec<(Uuid,)> = db_tx!(tx, |conn| {
+        let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
+        for id in &ids {
+            query = query.bind(*id);
+        }
+        query.fetch_all(&mut *conn).await?
+    });
+    Ok(found.into_iter().map(|(id,)| id).collect())
 }
 
 /// Sets one contact's subscription with the PATCH rules (event, suppression lift): `None`

@@ -201,8 +201,11 @@ impl Store {
                 .pragma("cache_size", "-32000");
             // One writer: SQLite allows one at a time anyway, and queueing in the pool is
             // cheaper and fairer than retrying on SQLITE_BUSY.
+            // No test query before each acquire: a connection to a local file does not go
+            // stale, and the ping was a round trip to SQLite's thread on every transaction.
             let write = SqlitePoolOptions::new()
                 .max_connections(1)
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(60))
                 .connect_with(connect.clone())
                 .await
@@ -212,6 +215,7 @@ impl Store {
                 .context("opening the SQLite database for checkpoints")?;
             let read = SqlitePoolOptions::new()
                 .max_connections(opts.max_connections.clamp(2, 8))
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(30))
                 .connect_with(connect.read_only(true))
                 .await

@@ -101,8 +101,14 @@ pub async fn seed(
         let rows: Vec<BatchRow> = chunk
             .iter()
             .map(|&i| {
-                BatchRow::new(project, &emails[i], Some(subscribed), subscribed, &patches[i])
-                    .expect("row")
+                BatchRow::new(
+                    project,
+                    &emails[i],
+                    Some(subscribed),
+                    subscribed,
+                    &patches[i],
+                )
+                .expect("row")
             })
             .collect();
         let mut tx = app.store.begin().await.expect("begin");
