@@ -37,12 +37,41 @@ impl<'a> BatchRow<'a> {
         default_subscribed: bool,
         patch: &'a DataPatch,
     ) -> StoreResult<Self> {
-        let resolved = subscribed.unwrap_or(default_subscribed);
-        Ok(Self {
+        let data = Cow::Owned(NewContact::encode(patch)?);
+        let id = new_id();
+        Ok(Self::prepared(
+            project_id,
+            email,
+            subscribed,
+            default_subscribed,
+            patch,
+            id,
+            data,
+        ))
+    }
+
+    /// A row whose new contact's id and encoded data ([`NewContact::encode`]) were made
+    /// ahead, as [`BatchRow::new`] makes them.
+    pub fn prepared(
+        project_id: Uuid,
+        email: &'a str,
+        subscribed: Option<bool>,
+        default_subscribed: bool,
+        patch: &'a DataPatch,
+        id: Uuid,
+        data: Cow<'a, RawValue>,
+    ) -> Self {
+        Self {
             subscribed,
             patch,
-            new: NewContact::new(project_id, email, resolved, patch)?,
-        })
+            new: NewContact {
+                id,
+                project_id,
+                email,
+                subscribed: subscribed.unwrap_or(default_subscribed),
+                data,
+            },
+        }
     }
 
     pub fn email(&self) -> &'a str {
@@ -59,13 +88,11 @@ pub struct BatchOutcome {
 /// Rows per multi-row INSERT (7 values each, well inside both engines' bind limits).
 const INSERT_CHUNK: usize = 500;
 
-/// Upserts `rows` by email inside `tx`; a new contact without `subscribed` gets
-/// `default_subscribed`.
+/// Upserts `rows` by email inside `tx`; a new contact gets its row's `new`.
 pub async fn upsert_batch(
     tx: &mut Tx,
     project_id: Uuid,
     rows: &[BatchRow<'_>],
-    default_subscribed: bool,
     now: Millis,
 ) -> StoreResult<BatchOutcome> {
     let mut out = BatchOutcome::default();
@@ -119,7 +146,7 @@ pub async fn upsert_batch(
                 project_id,
                 email: row.email(),
                 subscribed: row.subscribed,
-                default_subscribed,
+                default_subscribed: row.new.subscribed,
                 patch: row.patch,
                 now,
             };

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use herald_core::contact_import::read_header;
 use herald_core::contact_jobs::JobState;
 use herald_store::contact_jobs::{JobWork, checkpoint};
-use herald_store::contacts_batch::{BatchRow, NewContact, upsert_batch};
+use herald_store::contacts_batch::{BatchRow, upsert_batch};
 use herald_store::{StoreError, StoreResult};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -22,6 +22,9 @@ use serde_json::json;
 use super::Held;
 use super::import_rows::{self, ReadPlan, ReadyRow};
 use crate::Engine;
+
+/// A new contact whose row gives no `subscribed` is subscribed, as with `POST /contacts`.
+const NEW_CONTACTS_SUBSCRIBED: bool = true;
 
 /// Errors listed in a result at most.
 pub const MAX_ERRORS: usize = 1000;
@@ -125,19 +128,19 @@ async fn commit_rows(
 ) -> StoreResult<()> {
     let rows: Vec<BatchRow> = batch
         .iter()
-        .map(|r| BatchRow {
-            subscribed: r.row.subscribed,
-            patch: &r.row.patch,
-            new: NewContact {
-                id: r.id,
-                project_id: work.project_id,
-                email: r.row.email.as_str(),
-                subscribed: r.row.subscribed.unwrap_or(true),
-                data: Cow::Borrowed(&*r.data),
-            },
+        .map(|r| {
+            BatchRow::prepared(
+                work.project_id,
+                r.row.email.as_str(),
+                r.row.subscribed,
+                NEW_CONTACTS_SUBSCRIBED,
+                &r.row.patch,
+                r.id,
+                Cow::Borrowed(&*r.data),
+            )
         })
         .collect();
-    let out = upsert_batch(tx, work.project_id, &rows, true, engine.now()).await?;
+    let out = upsert_batch(tx, work.project_id, &rows, engine.now()).await?;
     result.created += out.created;
     result.updated += out.updated;
     Ok(())

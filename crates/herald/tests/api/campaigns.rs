@@ -112,7 +112,7 @@ pub async fn seed(
             })
             .collect();
         let mut tx = app.store.begin().await.expect("begin");
-        upsert_batch(&mut tx, project, &rows, subscribed, app.clock.now())
+        upsert_batch(&mut tx, project, &rows, app.clock.now())
             .await
             .expect("seed");
         tx.commit().await.expect("commit");
