@@ -383,21 +383,30 @@ pub(crate) fn binds_for(dialect: Dialect, sql: &str) -> std::borrow::Cow<'_, str
 /// `first` in text order (so [`binds_for`] makes them anonymous on SQLite when `first` is 1).
 /// Written into one string: a 500-row insert has thousands of placeholders.
 pub(crate) fn value_rows(rows: usize, width: usize, first: usize) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(rows * width * 8);
-    let mut n = first;
+    let mut out = String::with_capacity(rows * (width * 8 + 4));
     for r in 0..rows {
         out.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 0..width {
-            if c > 0 {
-                out.push_str(", ");
-            }
-            let _ = std::write!(out, "${n}");
-            n += 1;
-        }
+        push_placeholders(&mut out, width, first + r * width);
         out.push(')');
     }
     out
+}
+
+/// Placeholders `$a, $b, ...`: `n` of them numbered from `first`, for `IN (...)` lists.
+pub(crate) fn placeholder_list(n: usize, first: usize) -> String {
+    let mut out = String::with_capacity(n * 8);
+    push_placeholders(&mut out, n, first);
+    out
+}
+
+fn push_placeholders(out: &mut String, n: usize, first: usize) {
+    use std::fmt::Write as _;
+    for i in 0..n {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = std::write!(out, "${}", first + i);
+    }
 }
 
 /// Picks the statement text for the engine.

@@ -101,6 +101,8 @@ fn value_rows_number_placeholders_in_text_order() {
     use crate::engine::{Dialect, binds_for, value_rows};
     assert_eq!(value_rows(2, 2, 3), "($3, $4), ($5, $6)");
     assert_eq!(value_rows(1, 1, 1), "($1)");
+    assert_eq!(crate::engine::placeholder_list(3, 2), "$2, $3, $4");
+    assert_eq!(crate::engine::placeholder_list(0, 1), "");
     // From $1 they become anonymous on SQLite.
     assert_eq!(
         binds_for(Dialect::Sqlite, &value_rows(2, 3, 1)),

@@ -444,7 +444,7 @@ pub async fn record_sent(
         let q = format!(
             "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
              WHERE id IN ({}) AND {} RETURNING id, project_id",
-            value_rows(acked.len(), 1, 2).replace(['(', ')'], ""),
+            crate::engine::placeholder_list(acked.len(), 2),
             movable_to(MessageStatus::Sent)
         );
         let moved: Vec<(Uuid, Uuid)> = db_tx!(&mut *tx, |conn| {

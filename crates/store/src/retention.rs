@@ -25,13 +25,6 @@ pub struct PurgedBodies {
     pub blobs: u64,
 }
 
-fn placeholders(n: usize, first: usize) -> String {
-    (first..first + n)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 impl Store {
     /// Purges the bodies and attachments of at most `limit` finished messages created before
     /// `cutoff`, and the blobs that leaves unreferenced.
@@ -58,11 +51,11 @@ impl Store {
         }
         let update = format!(
             "UPDATE messages SET html = '', body_purged_at = $1 WHERE id IN ({})",
-            placeholders(ids.len(), 2)
+            crate::engine::placeholder_list(ids.len(), 2)
         );
         let unref = format!(
             "DELETE FROM message_attachments WHERE message_id IN ({}) RETURNING project_id, sha256",
-            placeholders(ids.len(), 1)
+            crate::engine::placeholder_list(ids.len(), 1)
         );
         let refs: Vec<(Uuid, String)> = db_tx!(tx, |conn| {
             let mut query = sqlx::query(AssertSqlSafe(update.as_str())).bind(now);

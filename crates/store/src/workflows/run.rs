@@ -137,7 +137,7 @@ pub async fn dispatched_events(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<Dis
         let q = format!(
             "SELECT id, project_id, contact_id, name, data FROM events \
              WHERE contact_id IS NOT NULL AND id IN ({})",
-            in_list(chunk.len())
+            crate::engine::placeholder_list(chunk.len(), 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<DispatchedEvent> = db_tx!(&mut *tx, |conn| {
@@ -152,11 +152,6 @@ pub async fn dispatched_events(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<Dis
     Ok(out)
 }
 
-/// `$1, $2, ...` for `n` values.
-fn in_list(n: usize) -> String {
-    crate::engine::value_rows(n, 1, 1).replace(['(', ')'], "")
-}
-
 /// Which workflows the contacts entered: `(workflow, contact, has an active execution)`.
 pub async fn entered(tx: &mut Tx, contacts: &[Uuid]) -> StoreResult<Vec<(Uuid, Uuid, bool)>> {
     let mut out = Vec::new();
@@ -165,7 +160,7 @@ pub async fn entered(tx: &mut Tx, contacts: &[Uuid]) -> StoreResult<Vec<(Uuid, U
             "SELECT workflow_id, contact_id, \
              max(CASE WHEN status IN ('RUNNING', 'WAITING') THEN 1 ELSE 0 END) \
              FROM workflow_executions WHERE contact_id IN ({}) GROUP BY workflow_id, contact_id",
-            in_list(chunk.len())
+            crate::engine::placeholder_list(chunk.len(), 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<(Uuid, Uuid, i32)> = db_tx!(&mut *tx, |conn| {
@@ -456,7 +451,7 @@ pub async fn run_states(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<RunState>>
         let q = format!(
             "SELECT id, project_id, workflow_id, contact_id, status, current_step_id, context \
              FROM workflow_executions WHERE id IN ({}){lock}",
-            crate::engine::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
+            crate::engine::placeholder_list(chunk.len(), 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<RunState> = db_tx!(&mut *tx, |conn| {
@@ -478,7 +473,7 @@ pub async fn contacts_now(tx: &mut Tx, ids: &[Uuid]) -> StoreResult<Vec<(Uuid, C
         let q = format!(
             "SELECT project_id, {} FROM contacts WHERE id IN ({})",
             crate::contacts::COLUMNS,
-            crate::engine::value_rows(chunk.len(), 1, 1).replace(['(', ')'], "")
+            crate::engine::placeholder_list(chunk.len(), 1)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<ProjectContact> = db_tx!(&mut *tx, |conn| {
