@@ -24,6 +24,9 @@
 //! `campaign` fans out one campaign to `count` contacts (default 1,000,000) on SQLite and
 //! prints recipients queued per second and the peak RSS (docs/campaigns.md); with
 //! `--database-url` it then does the same on PostgreSQL (a fresh schema, dropped afterwards).
+//! `campaign --deliver` runs the whole campaign on a node with workers instead, fan-out and
+//! delivery to a loopback SMTP sink with DKIM, and prints delivered/s against the signing
+//! bound and the peak RSS from the send to the last delivery.
 //! `import` imports a ~5 MB CSV (60,000 rows) into a project already holding `count`
 //! contacts (default 1,000,000) and prints rows/s; `analytics` times `/analytics/timeseries`
 //! over 30 days of `count` sends (default 1,000,000) (both in `imports.rs`).
@@ -49,7 +52,7 @@ mod workflows;
 use anyhow::{Context, bail, ensure};
 
 const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics [--count N] [--concurrency N] [--fields N] \
-     [--concurrent] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://...]";
+     [--concurrent] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://...]";
 
 #[derive(Debug)]
 pub struct Options {
@@ -65,6 +68,8 @@ pub struct Options {
     /// (default: the server's defaults).
     pub send_concurrency: Option<usize>,
     pub smtp_connections: Option<usize>,
+    /// `campaign` only: deliver the campaign too, not only fan it out.
+    pub deliver: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
@@ -91,6 +96,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         concurrent: false,
         send_concurrency: None,
         smtp_connections: None,
+        deliver: false,
     };
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -119,6 +125,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
             }
             "--database-url" => opts.database_url = Some(value()?),
             "--concurrent" => opts.concurrent = true,
+            "--deliver" => opts.deliver = true,
             "--send-concurrency" => {
                 opts.send_concurrency = Some(
                     value()?
@@ -142,8 +149,16 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
     Ok(opts)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // As `herald serve` does, before the runtime's threads start.
+    herald::allocator::purge_freed_memory_promptly();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let opts = parse_args(std::env::args().skip(1))?;
     match opts.bench.as_str() {
         "send" => {
@@ -172,7 +187,16 @@ async fn main() -> anyhow::Result<()> {
             })
             .await
         }
-        "campaign" => campaigns::run(opts.count, opts.database_url.as_deref()).await,
+        "campaign" => {
+            campaigns::run(&campaigns::CampaignOptions {
+                count: opts.count,
+                database_url: opts.database_url.clone(),
+                deliver: opts.deliver,
+                send_concurrency: opts.send_concurrency,
+                smtp_connections: opts.smtp_connections,
+            })
+            .await
+        }
         "track" => {
             track::run(&track::TrackOptions {
                 count: opts.count,

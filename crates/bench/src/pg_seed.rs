@@ -17,6 +17,11 @@ pub struct PgSeeded {
 }
 
 impl PgSeeded {
+    /// The schema holding the benchmark's tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
     /// Removes the benchmark's schema.
     pub async fn drop_schema(self) -> anyhow::Result<()> {
         self.store.close().await;
