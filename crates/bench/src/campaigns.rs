@@ -25,7 +25,7 @@ use herald_testkit::smtp_sink::SmtpSink;
 
 use crate::memory::Peak;
 use crate::send::{DOMAIN, verdict};
-use crate::server::Server;
+use crate::server::{Server, tune_delivery};
 
 /// Targets of issue 10.
 const TARGET_PER_SEC: f64 = 20_000.0;
@@ -189,12 +189,7 @@ async fn deliver(
     let peak = Peak::start();
     let started = Instant::now();
     let node = Server::start_on(config.resolved(), |c| {
-        if let Some(n) = opts.send_concurrency {
-            c.send_concurrency = n;
-        }
-        if let Some(n) = opts.smtp_connections {
-            c.smtp_max_connections = n;
-        }
+        tune_delivery(c, opts.send_concurrency, opts.smtp_connections)
     })
     .await?;
     println!(

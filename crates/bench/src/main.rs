@@ -150,12 +150,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
 }
 
 fn main() -> anyhow::Result<()> {
-    // As `herald serve` does, before the runtime's threads start.
-    herald::allocator::purge_freed_memory_promptly();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    // The allocator's option is set before the runtime's threads start (allocator.rs).
+    herald::allocator::run_main(run())
 }
 
 async fn run() -> anyhow::Result<()> {

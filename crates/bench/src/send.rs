@@ -22,7 +22,7 @@ use reqwest::{Client, StatusCode};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::server::{Server, expect_status, project_key};
+use crate::server::{Server, expect_status, project_key, tune_delivery};
 
 const TARGET_ACCEPTED_PER_SEC: f64 = 2000.0;
 const TARGET_CONCURRENT_ACCEPTED: f64 = 6000.0;
@@ -85,12 +85,7 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
     let rss_before = rss_mb();
     let worker = Server::start_on(config, |c| {
         c.workers = true;
-        if let Some(n) = opts.send_concurrency {
-            c.send_concurrency = n;
-        }
-        if let Some(n) = opts.smtp_connections {
-            c.smtp_max_connections = n;
-        }
+        tune_delivery(c, opts.send_concurrency, opts.smtp_connections);
     })
     .await?;
     println!(

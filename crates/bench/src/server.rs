@@ -116,6 +116,17 @@ impl Server {
     }
 }
 
+/// A delivering node's `send_concurrency` and `smtp_max_connections`, where the benchmark's
+/// options give them (`--send-concurrency`, `--smtp-connections`).
+pub fn tune_delivery(c: &mut Config, send_concurrency: Option<usize>, smtp: Option<usize>) {
+    if let Some(n) = send_concurrency {
+        c.send_concurrency = n;
+    }
+    if let Some(n) = smtp {
+        c.smtp_max_connections = n;
+    }
+}
+
 /// The data of a stopped server.
 pub struct Stopped {
     pg_schema: Option<(String, String)>,

@@ -13,9 +13,19 @@
 #[cfg(feature = "mimalloc")]
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
+/// A process's `main`: the allocator option first (before any other thread exists), then
+/// `main` on tokio's multi-thread runtime. Used by `herald` and `herald-bench`.
+pub fn run_main(main: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    purge_freed_memory_promptly();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(main)
+}
+
 /// Call once at the start of `main`, before other threads start: mimalloc's option setters
 /// are not thread safe. Without the `mimalloc` feature it does nothing.
-pub fn purge_freed_memory_promptly() {
+fn purge_freed_memory_promptly() {
     #[cfg(feature = "mimalloc")]
     // SAFETY: sets one integer option of the allocator, by its index in mimalloc's option
     // table (in range, see the test); called before any other thread exists.

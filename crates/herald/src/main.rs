@@ -42,12 +42,8 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
-    // Before the runtime's threads start (see allocator.rs).
-    herald::allocator::purge_freed_memory_promptly();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    // The allocator's option is set before the runtime's threads start (allocator.rs).
+    herald::allocator::run_main(run())
 }
 
 async fn run() -> anyhow::Result<()> {
