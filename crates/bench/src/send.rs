@@ -183,6 +183,7 @@ async fn run_concurrent(opts: &SendOptions) -> anyhow::Result<()> {
         let api = Server::start_with(opts.database_url.as_deref(), |c| {
             c.workers = workers;
             c.smtp_url = None;
+            tune_delivery(c, opts.send_concurrency, opts.smtp_connections);
             c.dns_resolver = Some(dns_addr);
         })
         .await?;

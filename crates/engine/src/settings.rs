@@ -122,7 +122,7 @@ impl EngineSettings {
             outbox_dir: data_dir.join("outbox"),
             smtp_max_connections: 16,
             send_rate_per_second: 0,
-            send_concurrency: 64,
+            send_concurrency: 32,
             send_max_attempts: 8,
             send_retry_base: Duration::from_secs(30),
             send_lease: Duration::from_secs(10),

@@ -229,7 +229,7 @@ impl Default for Config {
             dns_timeout_secs: 5.0,
             smtp_max_connections: 16,
             send_rate_per_second: 0,
-            send_concurrency: 64,
+            send_concurrency: 32,
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
             send_lease_secs: 10.0,
