@@ -276,8 +276,8 @@ pub async fn insert_new_many<'a, C: std::borrow::Borrow<NewContact<'a>>>(
 /// Which of `ids` are contacts' ids.
 async fn existing_ids(tx: &mut Tx, ids: Vec<Uuid>) -> StoreResult<Vec<Uuid>> {
     let q = format!(
-        "SELECT id FROM contacts WHERE id IN {}",
-        crate::engine::value_rows(1, ids.len(), 1)
+        "SELECT id FROM contacts WHERE id IN ({})",
+        crate::engine::placeholder_list(ids.len(), 1)
     );
     let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
     let found: Vec<(Uuid,)> = db_tx!(tx, |conn| {

@@ -52,10 +52,7 @@ impl Store {
             .map(|c| format!("m.{}", c.trim()))
             .collect::<Vec<_>>()
             .join(", ");
-        let placeholders = (1..=ids.len())
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let placeholders = crate::engine::placeholder_list(ids.len(), 1);
         let locale = sql(
             self.dialect(),
             "CASE WHEN json_type(c.data, '$.locale') = 'text' THEN json_extract(c.data, '$.locale') END",

@@ -71,10 +71,9 @@ pub async fn suppressed_among(
 ) -> StoreResult<Vec<(String, String)>> {
     let mut found = Vec::new();
     for chunk in emails.chunks(200) {
-        let placeholders: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
         let q = format!(
             "SELECT email, reason FROM suppressions WHERE project_id = $1 AND email IN ({})",
-            placeholders.join(", ")
+            crate::engine::placeholder_list(chunk.len(), 2)
         );
         let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
         let rows: Vec<(String, String)> = db_tx!(&mut *tx, |conn| {
