@@ -13,8 +13,9 @@
 //! `send` measures `/v1/send` acceptance (one recipient each) and then delivery of those
 //! messages to a loopback SMTP sink with DKIM signing, with peak memory while draining, and
 //! the 2-thread signing rate of the same signer, printing delivered/s as a ratio of it.
-//! `send --concurrent` measures acceptance alone with `concurrency` clients: workers off, then
-//! with the workers delivering to the local outbox at the same time.
+//! `send --concurrent` measures acceptance alone, from outside with wrk (`concurrency`
+//! connections, `--seconds` each, default 10) side by side with the perf baseline's `/sqlite`:
+//! workers off, then with the workers delivering to the local outbox at the same time.
 //!
 //! `track` measures `POST /v1/track` with a new contact every request (public key,
 //! `concurrency` in flight): accepted/s and the clients' p50/p99 latency.
@@ -48,11 +49,12 @@ mod server;
 mod signing;
 mod track;
 mod workflows;
+mod wrk;
 
 use anyhow::{Context, bail, ensure};
 
 const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics [--count N] [--concurrency N] [--fields N] \
-     [--concurrent] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://...]";
+     [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://...]";
 
 #[derive(Debug)]
 pub struct Options {
@@ -64,6 +66,8 @@ pub struct Options {
     pub database_url: Option<String>,
     /// `send` only: measure concurrent acceptance (workers off, then delivering to the outbox).
     pub concurrent: bool,
+    /// `send --concurrent` only: seconds of each wrk run (default 10).
+    pub seconds: u64,
     /// `send` only: the delivering node's `send_concurrency` and `smtp_max_connections`
     /// (default: the server's defaults).
     pub send_concurrency: Option<usize>,
@@ -94,6 +98,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         fields: 4,
         database_url: None,
         concurrent: false,
+        seconds: 10,
         send_concurrency: None,
         smtp_connections: None,
         deliver: false,
@@ -125,6 +130,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
             }
             "--database-url" => opts.database_url = Some(value()?),
             "--concurrent" => opts.concurrent = true,
+            "--seconds" => {
+                opts.seconds = value()?
+                    .parse()
+                    .context("--seconds must be a whole number")?
+            }
             "--deliver" => opts.deliver = true,
             "--send-concurrency" => {
                 opts.send_concurrency = Some(
@@ -163,6 +173,7 @@ async fn run() -> anyhow::Result<()> {
                 concurrency: opts.concurrency,
                 database_url: opts.database_url.clone(),
                 concurrent: opts.concurrent,
+                seconds: opts.seconds.max(1),
                 send_concurrency: opts.send_concurrency,
                 smtp_connections: opts.smtp_connections,
             })
