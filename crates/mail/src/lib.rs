@@ -7,6 +7,7 @@ pub mod dkim;
 pub mod dns;
 pub mod header_text;
 pub mod mime;
+pub mod outbox;
 pub mod seal;
 pub mod sns;
 pub mod transport;

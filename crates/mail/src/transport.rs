@@ -26,16 +26,13 @@
 //!   `smtp://host:port?tls=none` = plaintext, for a local relay or test sink only. User and
 //!   password are percent-decoded; the password never appears in [`Transport::describe`] or
 //!   `Debug` output. Optional `?helo=name` sets the EHLO name.
-//! - Outbox: a message is written to `<dir>/<key>.eml` atomically (temporary file in the same
-//!   directory, fsync, rename, fsync of the directory), so a reader sees either no file or the
-//!   whole message. Keys are restricted to `[A-Za-z0-9._-]` (no leading dot) so they cannot
-//!   leave the directory. Sending the same key again replaces the file (idempotent retries).
+//! - Outbox: see [`crate::outbox`].
 
 use std::fmt;
-use std::io;
-use std::path::{Path, PathBuf};
+
+use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use lettre::address::{Address, Envelope as LettreEnvelope};
@@ -45,6 +42,8 @@ use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use lettre::transport::smtp::response::Response as SmtpResponse;
 use tokio::sync::Semaphore;
+
+pub use crate::outbox::OutboxTransport;
 
 /// Why a connection could not be set up.
 enum SetupError {
@@ -178,146 +177,6 @@ impl Transport {
             Transport::Smtp(s) => s.describe(),
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Outbox
-
-/// Messages kept on disk as `<dir>/<key>.eml`; nothing leaves the machine.
-#[derive(Debug, Clone)]
-pub struct OutboxTransport {
-    dir: PathBuf,
-}
-
-const EML: &str = ".eml";
-
-fn valid_key(key: &str) -> bool {
-    !key.is_empty()
-        && key.len() <= 200
-        && !key.starts_with('.')
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-fn invalid_key(key: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("invalid outbox key {key:?}"),
-    )
-}
-
-impl OutboxTransport {
-    /// An outbox in `dir`. No I/O; the directory is created on first write if missing.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
-    }
-
-    /// The directory holding the messages.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The file a key is stored in.
-    pub fn path_for(&self, key: &str) -> io::Result<PathBuf> {
-        if !valid_key(key) {
-            return Err(invalid_key(key));
-        }
-        Ok(self.dir.join(format!("{key}{EML}")))
-    }
-
-    /// Writes `<dir>/<key>.eml` atomically; returns a reply naming the file, not its directory
-    /// (the reply ends up in message histories that API clients read).
-    pub async fn send(&self, key: &str, raw: &[u8]) -> Result<String, TransportError> {
-        let path = self
-            .path_for(key)
-            .map_err(|e| TransportError::Permanent(e.to_string()))?;
-        let dir = self.dir.clone();
-        let data = raw.to_vec();
-        tokio::task::spawn_blocking(move || write_atomic(&dir, &path, &data))
-            .await
-            .map_err(|e| TransportError::Transient(format!("outbox writer task failed: {e}")))?
-            .map_err(|e| TransportError::Transient(format!("writing {key}{EML}: {e}")))?;
-        Ok(format!("250 kept as {key}{EML}"))
-    }
-
-    /// The bytes stored under `key`.
-    pub fn read(&self, key: &str) -> io::Result<Vec<u8>> {
-        std::fs::read(self.path_for(key)?)
-    }
-
-    /// Every stored message as `(key, size in bytes, modification time)`, oldest first.
-    /// A missing directory is an empty outbox; unreadable entries are skipped.
-    pub fn list(&self) -> Vec<(String, u64, SystemTime)> {
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) => {
-                if e.kind() != io::ErrorKind::NotFound {
-                    tracing::warn!(dir = %self.dir.display(), error = %e, "cannot list the outbox");
-                }
-                return Vec::new();
-            }
-        };
-        let mut out: Vec<(String, u64, SystemTime)> = entries
-            .filter_map(Result::ok)
-            .filter_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
-                let key = name.strip_suffix(EML)?;
-                if !valid_key(key) {
-                    return None;
-                }
-                let meta = entry.metadata().ok()?;
-                if !meta.is_file() {
-                    return None;
-                }
-                let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                Some((key.to_owned(), meta.len(), modified))
-            })
-            .collect();
-        out.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
-        out
-    }
-}
-
-/// tmp file in the same directory + write + fsync + rename + fsync(dir).
-fn write_atomic(dir: &Path, path: &Path, data: &[u8]) -> io::Result<()> {
-    use std::io::Write as _;
-    let file_name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let tmp = dir.join(format!(
-        ".{file_name}.{}.tmp",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let open = || {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-    };
-    let mut file = match open() {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir)?;
-            open()?
-        }
-        Err(e) => return Err(e),
-    };
-    let result = (|| {
-        file.write_all(data)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    // Make the rename itself durable. Directories cannot be opened for sync on every platform.
-    #[cfg(unix)]
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -952,15 +811,5 @@ mod tests {
 
         fn check<T: Send + Sync + 'static>() {}
         check::<Transport>();
-    }
-
-    #[test]
-    fn key_validation() {
-        for good in ["0192f00d-1111-7000-8000-000000000042", "a.b_c-d", "x"] {
-            assert!(valid_key(good), "{good}");
-        }
-        for bad in ["", ".hidden", "../etc/passwd", "a/b", "a\\b", "a b", "é"] {
-            assert!(!valid_key(bad), "{bad}");
-        }
     }
 }
