@@ -165,16 +165,6 @@ async fn deliver(
     let sink = SmtpSink::start().await?;
     sink.keep_messages(false);
     let dns = DnsServer::start().await?;
-    let mut settings = EngineSettings::for_data_dir(dir, "http://localhost:3000");
-    settings.dns_resolver = Some(dns.addr());
-    let engine = Engine::new(seeded.store.clone(), settings, SECRET.as_bytes())?;
-    verify_sender(&engine, seeded.project, &dns).await?;
-    let id = start_campaign(seeded, &format!("news@{DOMAIN}")).await?;
-    drop(engine);
-
-    let signatures = crate::signing::signing_rate(Duration::from_secs(3))?;
-    println!("signing bound: {signatures:.0} RSA-2048 DKIM signatures/s on 2 threads");
-
     let config = Config {
         data_dir: dir.to_path_buf(),
         database_url: seeded.database_url.clone(),
@@ -184,11 +174,26 @@ async fn deliver(
         smtp_url: Some(sink.url()),
         dns_resolver: Some(dns.addr()),
         ..Config::default()
-    };
+    }
+    .resolved();
+    // The node's own settings: the records it re-checks every `domain_check_interval` (the
+    // SPF mechanism names its relay) are the ones published and verified here.
+    let engine = Engine::new(
+        seeded.store.clone(),
+        config.engine_settings(),
+        SECRET.as_bytes(),
+    )?;
+    verify_sender(&engine, seeded.project, &dns).await?;
+    let id = start_campaign(seeded, &format!("news@{DOMAIN}")).await?;
+    drop(engine);
+
+    let signatures = crate::signing::signing_rate(Duration::from_secs(3))?;
+    println!("signing bound: {signatures:.0} RSA-2048 DKIM signatures/s on 2 threads");
+
     let rss_before = crate::send::rss_mb();
     let peak = Peak::start();
     let started = Instant::now();
-    let node = Server::start_on(config.resolved(), |c| {
+    let node = Server::start_on(config, |c| {
         tune_delivery(c, opts.send_concurrency, opts.smtp_connections)
     })
     .await?;

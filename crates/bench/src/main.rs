@@ -166,6 +166,13 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     let opts = parse_args(std::env::args().skip(1))?;
+    // The node's own logs, when asked for (`HERALD_LOG=warn`): a stalled delivery says why.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     match opts.bench.as_str() {
         "send" => {
             send::run(&send::SendOptions {

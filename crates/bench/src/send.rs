@@ -141,12 +141,7 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
 
 /// Sends `count` single-recipient requests (recipients numbered from 0) with
 /// `concurrency` clients in flight; every answer must be 200.
-async fn accept(
-    api: &Server,
-    key: &str,
-    count: usize,
-    concurrency: usize,
-) -> anyhow::Result<()> {
+async fn accept(api: &Server, key: &str, count: usize, concurrency: usize) -> anyhow::Result<()> {
     let client = Client::new();
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = JoinSet::new();
