@@ -25,7 +25,7 @@ use herald_testkit::smtp_sink::SmtpSink;
 
 use crate::memory::Peak;
 use crate::send::{DOMAIN, verdict};
-use crate::server::{Server, tune_delivery};
+use crate::server::{Server, Stall, tune_delivery};
 
 /// Targets of issue 10.
 const TARGET_PER_SEC: f64 = 20_000.0;
@@ -201,7 +201,7 @@ async fn deliver(
         "campaign with delivery ({}): node with send_concurrency {}, smtp_max_connections {}",
         seeded.engine_name, node.config.send_concurrency, node.config.smtp_max_connections
     );
-    let (mut fanned_out, mut last, mut stalled) = (None, 0, Instant::now());
+    let (mut fanned_out, mut stall) = (None, Stall::new());
     let mut progress = Instant::now();
     let total = loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -235,13 +235,7 @@ async fn deliver(
             );
         }
         let delivered = sink.accepted_count();
-        if delivered != last {
-            (last, stalled) = (delivered, Instant::now());
-        }
-        anyhow::ensure!(
-            stalled.elapsed() < Duration::from_secs(60),
-            "delivery stalled at {delivered}"
-        );
+        stall.check(delivered, state.total_recipients)?;
         if fanned_out.is_some() && delivered as i64 >= state.total_recipients {
             break state.total_recipients;
         }

@@ -23,7 +23,7 @@ use reqwest::{Client, StatusCode};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::server::{Server, expect_status, project_key, tune_delivery};
+use crate::server::{Server, Stall, expect_status, project_key, tune_delivery};
 use crate::wrk::{self, Baseline};
 
 const TARGET_ACCEPTED_PER_SEC: f64 = 2000.0;
@@ -102,21 +102,11 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
     );
     let start = Instant::now();
     let mut peak = rss_before;
-    let mut last = 0;
-    let mut stalled = Instant::now();
+    let mut stall = Stall::new();
     while sink.accepted_count() < opts.count {
         tokio::time::sleep(Duration::from_millis(200)).await;
         peak = peak.max(rss_mb());
-        let now = sink.accepted_count();
-        if now != last {
-            last = now;
-            stalled = Instant::now();
-        }
-        anyhow::ensure!(
-            stalled.elapsed() < Duration::from_secs(60),
-            "delivery stalled at {now} of {}",
-            opts.count
-        );
+        stall.check(sink.accepted_count(), opts.count)?;
     }
     let took = start.elapsed();
     let rate = opts.count as f64 / took.as_secs_f64();
@@ -154,11 +144,10 @@ async fn accept(api: &Server, key: &str, count: usize, concurrency: usize) -> an
         );
         tasks.spawn(async move {
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= count {
                     return Ok::<_, anyhow::Error>(());
                 }
-                let n = i;
                 let body = json!({
                     "to": format!("reader{n:07}@example.org"),
                     "from": {"name": "Bench", "email": format!("news@{DOMAIN}")},
@@ -211,7 +200,7 @@ async fn run_concurrent(opts: &SendOptions) -> anyhow::Result<()> {
         let outbox = api.config.data_dir.join("outbox");
         let before = eml_count(&outbox);
         let herald = wrk::run(&perf, "send.lua", &url, &key, secs, conns, &env).await?;
-        let delivered = eml_count(&outbox) - before;
+        let delivered = eml_count(&outbox).saturating_sub(before);
         let (label, target) = if workers {
             (
                 "workers delivering to the outbox",

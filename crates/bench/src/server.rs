@@ -194,3 +194,33 @@ pub async fn expect_status(
     );
     serde_json::from_str(&text).with_context(|| format!("{what}: the body is not JSON: {text}"))
 }
+
+/// A delivery counter that must keep moving: [`Stall::check`] fails once it has stood still
+/// for [`Stall::LIMIT`] (a benchmark that stops delivering says so instead of waiting forever).
+pub struct Stall {
+    last: usize,
+    since: std::time::Instant,
+}
+
+impl Stall {
+    pub const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+    pub fn new() -> Stall {
+        Stall {
+            last: 0,
+            since: std::time::Instant::now(),
+        }
+    }
+
+    /// Records the count `now` of `total`; an error when it has not moved for the limit.
+    pub fn check(&mut self, now: usize, total: impl std::fmt::Display) -> anyhow::Result<()> {
+        if now != self.last {
+            (self.last, self.since) = (now, std::time::Instant::now());
+        }
+        ensure!(
+            self.since.elapsed() < Self::LIMIT,
+            "delivery stalled at {now} of {total}"
+        );
+        Ok(())
+    }
+}
