@@ -208,10 +208,10 @@ async fn deliver(
         if progress.elapsed() >= PROGRESS_EVERY {
             progress = Instant::now();
             println!(
-                "  after {:.0} s: {} delivered, RSS {:.0} MB",
+                "  after {:.0} s: {} delivered, {}",
                 started.elapsed().as_secs_f64(),
                 sink.accepted_count(),
-                crate::send::rss_mb()
+                crate::send::memory_line()
             );
         }
         let state = seeded

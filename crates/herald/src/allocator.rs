@@ -35,6 +35,54 @@ fn purge_freed_memory_promptly() {
     }
 }
 
+/// Where the process's memory is, for the benchmarks' progress lines: what SQLite holds (all
+/// connections' page and statement caches and schemas, allocated with the C library's
+/// malloc), and what mimalloc has committed (everything Rust allocates), in bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct HeapUse {
+    pub sqlite: i64,
+    /// `None` without the `mimalloc` feature.
+    pub mimalloc_committed: Option<usize>,
+}
+
+/// Reads both counters; each is one call into the allocator's or SQLite's own statistics.
+pub fn heap_use() -> HeapUse {
+    // SAFETY: `sqlite3_memory_used` reads SQLite's global memory statistics; it takes no
+    // argument and is safe to call from any thread at any time.
+    #[allow(unsafe_code)]
+    let sqlite = unsafe { libsqlite3_sys::sqlite3_memory_used() };
+    HeapUse {
+        sqlite,
+        mimalloc_committed: mimalloc_committed(),
+    }
+}
+
+#[cfg(feature = "mimalloc")]
+fn mimalloc_committed() -> Option<usize> {
+    let mut values = [0usize; 8];
+    let [elapsed, user, system, rss, peak_rss, commit, peak_commit, faults] = &mut values;
+    // SAFETY: every pointer is to a live, distinct `usize` that mimalloc writes once.
+    #[allow(unsafe_code)]
+    unsafe {
+        libmimalloc_sys::mi_process_info(
+            elapsed,
+            user,
+            system,
+            rss,
+            peak_rss,
+            commit,
+            peak_commit,
+            faults,
+        );
+    }
+    Some(values[5])
+}
+
+#[cfg(not(feature = "mimalloc"))]
+fn mimalloc_committed() -> Option<usize> {
+    None
+}
+
 #[cfg(all(test, feature = "mimalloc"))]
 mod tests {
     use super::*;

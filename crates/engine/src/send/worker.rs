@@ -60,10 +60,10 @@ pub async fn run_sender(engine: Engine, shutdown: watch::Receiver<bool>) {
     ));
     let (done_tx, done_rx) = mpsc::channel::<SentDone>(1024);
     let completer = tokio::spawn(run_completer(engine.clone(), leases.clone(), done_rx));
-    // Claimed jobs wait here for a permit. The claimer keeps about one round of deliveries
+    // Claimed jobs wait here for a permit. The claimer keeps one to two rounds of deliveries
     // claimed ahead, so a claim waiting for the database writer (which the completer's
     // records share) never leaves the permits idle.
-    let (ready_tx, mut ready) = mpsc::channel::<Claimed>(concurrency.max(1));
+    let (ready_tx, mut ready) = mpsc::channel::<Claimed>(2 * concurrency.max(1));
     let room = Arc::new(Notify::new());
     let claimer = tokio::spawn(run_claimer(
         engine.clone(),
@@ -124,8 +124,9 @@ async fn run_claimer(
     room: Arc<Notify>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    // Claim in batches: one claim per several deliveries, not one per finished delivery.
-    let batch = (ready.max_capacity() / 4).clamp(1, CLAIM_BATCH);
+    // Claim in batches of a round: a claim, its message read and its domain lookup are a
+    // few round trips to the database each, so one per round rather than per delivery.
+    let batch = (ready.max_capacity() / 2).clamp(1, CLAIM_BATCH);
     loop {
         if *shutdown.borrow() {
             break;
