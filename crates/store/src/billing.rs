@@ -26,6 +26,15 @@ fn limits_of(row: Option<LimitsRow>) -> Limits {
 const SELECT_LIMITS: &str = "SELECT transactional, campaigns, workflows, inbound \
                              FROM billing_limits WHERE project_id = $1";
 
+/// What the cap says to `adding` more messages of a category this month.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allowance {
+    /// The project has no cap on the category (nothing more to check in this transaction).
+    Uncapped,
+    Within,
+    Over,
+}
+
 /// Whether queuing `adding` more messages of `category` this month stays within the cap.
 pub async fn allows(
     tx: &mut Tx,
@@ -34,6 +43,17 @@ pub async fn allows(
     adding: i64,
     now: Millis,
 ) -> StoreResult<bool> {
+    Ok(allowance(tx, project_id, category, adding, now).await? != Allowance::Over)
+}
+
+/// [`allows`], telling an uncapped category apart, so a batch checks it once per project.
+pub async fn allowance(
+    tx: &mut Tx,
+    project_id: Uuid,
+    category: Category,
+    adding: i64,
+    now: Millis,
+) -> StoreResult<Allowance> {
     let row: Option<LimitsRow> = db_tx!(tx, |conn| {
         sqlx::query_as(SELECT_LIMITS)
             .bind(project_id)
@@ -42,7 +62,7 @@ pub async fn allows(
     });
     let limits = limits_of(row);
     if limits.get(category).is_none() {
-        return Ok(true);
+        return Ok(Allowance::Uncapped);
     }
     let (key, ..) = period(now);
     let used: Option<(i64,)> = db_tx!(tx, |conn| {
@@ -55,7 +75,13 @@ pub async fn allows(
         .fetch_optional(&mut *conn)
         .await?
     });
-    Ok(limits.allows(category, used.map_or(0, |u| u.0), adding))
+    Ok(
+        if limits.allows(category, used.map_or(0, |u| u.0), adding) {
+            Allowance::Within
+        } else {
+            Allowance::Over
+        },
+    )
 }
 
 /// Counts `n` queued messages of `category` in this month.

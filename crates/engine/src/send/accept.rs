@@ -7,6 +7,9 @@
 //! message references them. The writes of concurrent requests share one transaction (group
 //! commit, see [`super::batch`]); the answer is given only once that transaction committed.
 
+use std::collections::HashSet;
+
+use herald_core::billing::Category;
 use herald_core::email::EmailAddress;
 use herald_core::feedback::{SimulatedOutcome, simulated_outcome};
 use herald_core::fields::DataPatch;
@@ -14,6 +17,7 @@ use herald_core::ids::{Uuid, new_id};
 use herald_core::kinds::TemplateType;
 use herald_core::template::{Escape, Template};
 use herald_core::time::Millis;
+use herald_store::billing::Allowance;
 use herald_store::blobs::{self, AttachmentRef};
 use herald_store::contacts::{ContactUpsert, upsert_contact};
 use herald_store::messages::{self, MessageStatus, NewMessage};
@@ -277,10 +281,18 @@ impl AcceptRequest {
         now: Millis,
     ) -> Result<Vec<Accepted>, AcceptError> {
         // The cap first: a refused request writes nothing.
-        let category = herald_core::billing::Category::Transactional;
+        let (project, category) = (self.spec.project_id, Category::Transactional);
         let adding = i64::try_from(self.recipients.len()).unwrap_or(i64::MAX);
-        if !billing::allows(tx, self.spec.project_id, category, adding, now).await? {
-            return Err(AcceptError::BillingLimit(category));
+        if !staged.uncapped.contains(&(project, category)) {
+            // The earlier requests of the batch are counted only at its flush.
+            let adding = adding.saturating_add(staged.usage_of(project, category));
+            match billing::allowance(tx, project, category, adding, now).await? {
+                Allowance::Over => return Err(AcceptError::BillingLimit(category)),
+                Allowance::Uncapped => {
+                    staged.uncapped.insert((project, category));
+                }
+                Allowance::Within => {}
+            }
         }
         if let Some(key) = &self.idempotency_key
             && !messages::claim_idempotency_key(
@@ -336,7 +348,7 @@ impl AcceptRequest {
         }
         let queued = accepted.iter().filter(|a| a.skipped.is_none()).count();
         let queued = i64::try_from(queued).unwrap_or(i64::MAX);
-        billing::count(tx, self.spec.project_id, category, queued, now).await?;
+        staged.usage.push((project, category, queued));
         Ok(accepted)
     }
 }
@@ -480,19 +492,48 @@ pub(crate) struct Staged<'a> {
     messages: Vec<StagedMessage<'a>>,
     refs: Vec<AttachmentRef<'a>>,
     jobs: Vec<(Option<Uuid>, Value)>,
+    /// Messages queued per request, by project and billing category: counted at the flush,
+    /// one statement per (project, category) instead of one per request.
+    usage: Vec<(Uuid, Category, i64)>,
+    /// (project, category) pairs read as having no cap in this transaction: not read again.
+    uncapped: HashSet<(Uuid, Category)>,
+}
+
+/// How much was staged, to [`Staged::truncate`] back to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StagedMark {
+    messages: usize,
+    refs: usize,
+    jobs: usize,
+    usage: usize,
 }
 
 impl Staged<'_> {
     /// How much is staged: a mark to [`Staged::truncate`] back to.
-    pub(crate) fn mark(&self) -> (usize, usize, usize) {
-        (self.messages.len(), self.refs.len(), self.jobs.len())
+    pub(crate) fn mark(&self) -> StagedMark {
+        StagedMark {
+            messages: self.messages.len(),
+            refs: self.refs.len(),
+            jobs: self.jobs.len(),
+            usage: self.usage.len(),
+        }
     }
 
     /// Drops what was staged after `mark` (a part of a batch that failed).
-    pub(crate) fn truncate(&mut self, mark: (usize, usize, usize)) {
-        self.messages.truncate(mark.0);
-        self.refs.truncate(mark.1);
-        self.jobs.truncate(mark.2);
+    pub(crate) fn truncate(&mut self, mark: StagedMark) {
+        self.messages.truncate(mark.messages);
+        self.refs.truncate(mark.refs);
+        self.jobs.truncate(mark.jobs);
+        self.usage.truncate(mark.usage);
+    }
+
+    /// Messages of `category` staged for `project` and not counted yet.
+    fn usage_of(&self, project: Uuid, category: Category) -> i64 {
+        self.usage
+            .iter()
+            .filter(|(p, c, _)| *p == project && *c == category)
+            .map(|(.., n)| n)
+            .sum()
     }
 
     /// Inserts the staged messages, their attachment references and their send jobs.
@@ -536,6 +577,19 @@ impl Staged<'_> {
         messages::insert_many(tx, &rows).await?;
         blobs::add_refs(tx, &self.refs).await?;
         jobs::enqueue_many(tx, SEND_JOB, &self.jobs, now, max_attempts).await?;
+        let mut counted: Vec<(Uuid, Category, i64)> = Vec::new();
+        for &(project, category, n) in &self.usage {
+            match counted
+                .iter_mut()
+                .find(|(p, c, _)| *p == project && *c == category)
+            {
+                Some(entry) => entry.2 += n,
+                None => counted.push((project, category, n)),
+            }
+        }
+        for (project, category, n) in counted {
+            billing::count(tx, project, category, n, now).await?;
+        }
         Ok(())
     }
 }

@@ -15,6 +15,7 @@ use crate::mail_setup::{DOMAIN, mail_world};
 both_engines!(
     concurrent_sends_are_all_committed_and_conflicts_fail_alone,
     a_failing_request_does_not_fail_its_batch,
+    a_batch_counts_its_earlier_requests_against_the_cap,
 );
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -119,4 +120,57 @@ async fn a_failing_request_does_not_fail_its_batch(engine: Engine) {
         rcpts,
         ["first@example.org", "keyed@example.org", "last@example.org"]
     );
+}
+
+/// A batch counts its consumption once, at its flush: the cap still sees the requests staged
+/// before in the same batch, on the shared path and on the isolated one (a failing request).
+async fn a_batch_counts_its_earlier_requests_against_the_cap(engine: Engine) {
+    use herald_core::billing::{Category, Limits};
+    use herald_core::clock::Clock;
+    let w = mail_world(engine, |_| {}).await;
+    let project: uuid::Uuid = w.project.id.parse().unwrap();
+    let store = &w.app.engine.store;
+    let cap = |n| Limits {
+        transactional: Some(n),
+        ..Limits::default()
+    };
+    let used = || async {
+        let now = w.app.clock.now();
+        let c = store.billing_consumption(project, now).await.unwrap();
+        c.used
+            .iter()
+            .find(|(c, _)| *c == Category::Transactional)
+            .map_or(0, |(_, n)| *n)
+    };
+    let refused = |a: &Result<_, AcceptError>| matches!(a, Err(AcceptError::BillingLimit(_)));
+
+    store
+        .set_billing_limits(project, &cap(3), w.app.clock.now())
+        .await
+        .unwrap();
+    let names = ["a", "b", "c", "d"].map(|n| format!("{n}@example.org"));
+    let plans: Vec<SendPlan> = names.iter().map(|to| plan(project, to, None)).collect();
+    let answers = w.app.engine.accept_batch(&plans).await;
+    assert!(answers[..3].iter().all(|a| a.is_ok()), "{answers:?}");
+    assert!(refused(&answers[3]), "{:?}", answers[3]);
+    assert_eq!(used().await, 3);
+
+    store
+        .set_billing_limits(project, &cap(5), w.app.clock.now())
+        .await
+        .unwrap();
+    let plans = vec![
+        plan(project, "e@example.org", None),
+        // Fails on the foreign key: the batch is written again request by request.
+        plan(uuid::Uuid::now_v7(), "orphan@example.org", None),
+        plan(project, "f@example.org", None),
+        plan(project, "g@example.org", None),
+    ];
+    let answers = w.app.engine.accept_batch(&plans).await;
+    assert!(answers[0].is_ok() && answers[2].is_ok(), "{answers:?}");
+    assert!(matches!(answers[1], Err(AcceptError::Store(_))));
+    assert!(refused(&answers[3]), "{:?}", answers[3]);
+    assert_eq!(used().await, 5);
+    let list = expect_json(w.app.get("/emails", &w.project.secret_key).await, 200).await;
+    assert_eq!(list["total"], 5, "{list}");
 }
