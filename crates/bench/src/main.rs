@@ -27,7 +27,8 @@
 //! `--database-url` it then does the same on PostgreSQL (a fresh schema, dropped afterwards).
 //! `campaign --deliver` runs the whole campaign on a node with workers instead, fan-out and
 //! delivery to a loopback SMTP sink with DKIM, and prints delivered/s against the signing
-//! bound and the peak RSS from the send to the last delivery.
+//! bound and the node's peak RSS (the node runs the `herald` binary in a process of its own,
+//! so build both: `cargo build --release -p herald -p herald-bench`).
 //! `import` imports a ~5 MB CSV (60,000 rows) into a project already holding `count`
 //! contacts (default 1,000,000) and prints rows/s; `analytics` times `/analytics/timeseries`
 //! over 30 days of `count` sends (default 1,000,000) (both in `imports.rs`).
@@ -38,6 +39,7 @@
 #![forbid(unsafe_code)]
 
 mod campaigns;
+mod child;
 mod contacts;
 mod imports;
 mod load;

@@ -289,21 +289,6 @@ pub async fn verify_domain(api: &Server, key: &str, dns: &DnsServer) -> anyhow::
 }
 
 /// Resident memory of this process in MB (Linux), 0 elsewhere.
-/// The RSS and where it is: "RSS 105 MB (SQLite 30 MB, mimalloc 48 MB committed)".
-pub fn memory_line() -> String {
-    let heap = herald::allocator::heap_use();
-    let mb = |bytes: f64| bytes / (1024.0 * 1024.0);
-    let mimalloc = heap
-        .mimalloc_committed
-        .map(|b| format!(", mimalloc {:.0} MB committed", mb(b as f64)))
-        .unwrap_or_default();
-    format!(
-        "RSS {:.0} MB (SQLite {:.0} MB{mimalloc})",
-        rss_mb(),
-        mb(heap.sqlite as f64)
-    )
-}
-
 pub fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
