@@ -58,6 +58,8 @@ pub struct Store {
     pub(crate) tracked_segments: std::sync::Arc<crate::ttl_cache::TrackedSegments>,
     /// Whether a campaign was cancelled, for a second (see `ttl_cache.rs`).
     pub(crate) cancelled_campaigns: std::sync::Arc<crate::ttl_cache::CancelledCampaigns>,
+    /// Request writes before background writes at SQLite's writer (`write_precedence.rs`).
+    pub(crate) precedence: std::sync::Arc<crate::write_precedence::Precedence>,
 }
 
 #[derive(Clone, Debug)]
@@ -248,6 +250,7 @@ impl Store {
             key_cache: Default::default(),
             tracked_segments: Default::default(),
             cancelled_campaigns: Default::default(),
+            precedence: Default::default(),
         })
     }
 

@@ -223,6 +223,8 @@ impl Store {
             }
             // One token per claim statement: a job's (id, token) pair is unique per claim.
             let token = new_id();
+            // A claim is background work: request writes go first (write_precedence.rs).
+            self.yield_to_urgent().await;
             let claimed: Vec<Job> = db_write!(self, |pool| {
                 sqlx::query_as(q)
                     .bind(kind)

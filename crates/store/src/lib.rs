@@ -55,6 +55,8 @@ pub mod tracked;
 pub mod tracking;
 mod ttl_cache;
 pub mod workflows;
+mod write_precedence;
+pub use write_precedence::UrgentWrite;
 
 pub use engine::{Dialect, Store, StoreOptions, Tx};
 pub use error::{StoreError, StoreResult};

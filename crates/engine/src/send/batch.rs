@@ -237,6 +237,9 @@ async fn run(ctx: BatchContext, stats: Arc<Stats>, mut rx: mpsc::Receiver<Pendin
 
 /// Writes and commits the batch; one answer per request, in order.
 async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&Work]) -> Vec<Answer> {
+    // Announced from before the writer is asked for until the commit: the workers' claims and
+    // records wait meanwhile (herald_store's write_precedence.rs).
+    let _urgent = ctx.store.urgent();
     stats.batches.fetch_add(1, Ordering::Relaxed);
     stats
         .requests

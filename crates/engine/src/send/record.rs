@@ -107,6 +107,8 @@ async fn record_group(engine: &Engine, batch: &[SentDone]) -> StoreResult<usize>
             relay_message_id: d.relay_message_id.as_deref(),
         })
         .collect();
+    // Background work: request writes go first (herald_store's write_precedence.rs).
+    engine.store.yield_to_urgent().await;
     let mut tx = engine.store.begin().await?;
     let recorded = messages::record_sent(&mut tx, &records, engine.now()).await?;
     tx.commit().await?;
