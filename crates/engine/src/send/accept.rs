@@ -577,18 +577,15 @@ impl Staged<'_> {
         messages::insert_many(tx, &rows).await?;
         blobs::add_refs(tx, &self.refs).await?;
         jobs::enqueue_many(tx, SEND_JOB, &self.jobs, now, max_attempts).await?;
-        let mut counted: Vec<(Uuid, Category, i64)> = Vec::new();
-        for &(project, category, n) in &self.usage {
-            match counted
-                .iter_mut()
-                .find(|(p, c, _)| *p == project && *c == category)
-            {
-                Some(entry) => entry.2 += n,
-                None => counted.push((project, category, n)),
+        // One count per (project, category), in the order the batch first staged it.
+        for (i, &(project, category, _)) in self.usage.iter().enumerate() {
+            let seen = self.usage[..i]
+                .iter()
+                .any(|(p, c, _)| *p == project && *c == category);
+            if !seen {
+                let n = self.usage_of(project, category);
+                billing::count(tx, project, category, n, now).await?;
             }
-        }
-        for (project, category, n) in counted {
-            billing::count(tx, project, category, n, now).await?;
         }
         Ok(())
     }
