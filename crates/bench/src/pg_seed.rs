@@ -1,6 +1,7 @@
 //! The PostgreSQL twin of `segments::seed`: a fresh schema (dropped by [`PgSeeded::drop_schema`])
 //! holding one project with `count` generated contacts (the same 5 custom fields, 6 in 7
 //! subscribed) and their `login` / `page_view` events, generated in SQL (`generate_series`).
+//! Contact ids are time-ordered like `segments::seed`'s.
 
 use std::time::Instant;
 
@@ -67,7 +68,8 @@ pub async fn seed(url: &str, count: usize) -> anyhow::Result<PgSeeded> {
     .await?;
     sqlx::query(
         "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
-         SELECT gen_random_uuid(), $1, 'user' || i || '@example.com', i % 7 <> 0, \
+         SELECT (lpad(to_hex($3 - $2 + i), 12, '0') || '7' || substr(md5(i::text), 1, 19))::uuid, \
+           $1, 'user' || i || '@example.com', i % 7 <> 0, \
            jsonb_build_object('plan', (ARRAY['pro','free','team','trial'])[1 + i % 4], \
              'age', i % 90, 'city', 'city' || (i % 500), 'score', (i * 7919) % 1000, \
              'signup', '2026-0' || (1 + i % 9) || '-1' || (i % 10)), \
