@@ -22,13 +22,14 @@ use herald_core::filter::Filter;
 use herald_core::ids::Uuid;
 use herald_store::audience::{Audience, member_of};
 use herald_store::campaigns::{self as store_campaigns, Campaign, FANOUT_JOB, PageRecord};
+use herald_store::contacts::Contact;
 use herald_store::jobs::{self, Job};
 use herald_store::{StoreError, StoreResult, Tx, billing, suppressions};
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::Engine;
-use crate::send::accept::{CampaignMessage, MessageSpec, StageRecipient, Staged};
+use crate::send::accept::{Addressee, CampaignMessage, MessageSpec, Rendered, Staged};
 
 /// How often the worker looks for due fan-outs and finished campaigns.
 const POLL: Duration = Duration::from_millis(500);
@@ -139,10 +140,14 @@ async fn run_one(engine: &Engine, job: Job) {
 }
 
 /// Pages through the audience until it is all queued, the campaign is no longer SENDING, or
-/// the lease is lost.
+/// the lease is lost. Each page's read of the next one runs while the page is written (the
+/// read pool beside the writer): the keyset cursor of the next page is the page's last id,
+/// which is what the page's checkpoint commits, so a read-ahead is used only when the
+/// committed cursor (re-read every page) still equals it.
 async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
     let engine = held.engine;
     let mut audience: Option<(Option<Filter>, MessageSpec)> = None;
+    let mut ahead: Option<ReadAhead> = None;
     loop {
         let now = engine.now();
         let Some(campaign) = engine
@@ -182,83 +187,135 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
             continue;
         };
         let size = engine.settings.campaign_page_size.max(1);
-        let page = engine
-            .store
-            .matching_contacts_page(
-                held.project_id,
-                Audience::new(filter.as_ref(), true),
-                campaign.fanout_after,
-                size,
-                now,
-            )
-            .await?;
-        let Some(mut tx) = held.begin().await? else {
-            return Ok(());
-        };
-        let in_tx = store_campaigns::status_in_tx(&mut tx, held.project_id, held.campaign_id)
-            .await?
-            .map(|(s, _)| s);
-        if in_tx != Some(CampaignStatus::Sending) {
-            // Cancelled (or deleted) since the read above: queue nothing; the loop acks.
-            drop(tx);
-            continue;
-        }
-        let done = page.len() < size as usize;
-        let category = Category::Campaigns;
-        let adding = page.len() as i64;
-        if !billing::allows(&mut tx, held.project_id, category, adding, now).await? {
-            let reason = "the project's monthly campaigns limit is reached";
-            store_campaigns::give_up(&mut tx, held.project_id, held.campaign_id, reason, now)
+        let read = |after: Option<Uuid>| async move {
+            let audience = Audience::new(filter.as_ref(), true);
+            let contacts = engine
+                .store
+                .matching_contacts_page(held.project_id, audience, after, size, now)
                 .await?;
-            if jobs::complete(&mut tx, held.job.id, held.job.lease_token).await? {
-                tx.commit().await?;
-            }
-            return Ok(());
-        }
-        let emails: Vec<&str> = page.iter().map(|c| c.email.as_str()).collect();
-        let mut suppressed =
-            suppressions::suppressed_among(&mut tx, held.project_id, &emails).await?;
-        let mut staged = Staged::default();
-        let mut skipped = 0;
-        for contact in &page {
-            let on_list = suppressed
-                .iter()
-                .position(|(e, _)| *e == contact.email)
-                .map(|i| suppressed.swap_remove(i).1);
-            let accepted = spec.stage_one(
-                &mut staged,
-                StageRecipient {
-                    contact_id: contact.id,
-                    email: contact.email.clone(),
-                    name: None,
-                    subscribed: contact.subscribed,
-                    data: contact.data.clone(),
-                    suppressed: on_list,
-                    event: None,
-                },
-            );
-            skipped += i64::from(accepted.skipped.is_some());
-        }
-        staged.flush(&mut tx, max_attempts(engine), now).await?;
-        billing::count(&mut tx, held.project_id, category, adding - skipped, now).await?;
-        let record = PageRecord {
-            last: page.last().map(|c| c.id),
-            written: page.len() as i64,
-            skipped,
-            done,
+            Ok::<_, StoreError>(render_page(spec, contacts))
         };
-        store_campaigns::record_page(&mut tx, held.project_id, held.campaign_id, record, now)
-            .await?;
-        if done && !jobs::complete(&mut tx, held.job.id, held.job.lease_token).await? {
-            return Ok(());
+        let page = match ahead.take() {
+            Some(a) if a.after == campaign.fanout_after => a.page,
+            _ => read(campaign.fanout_after).await?,
+        };
+        let (len, done) = (page.len(), page.len() < size as usize);
+        let next_after = page.last().map(|(c, _)| c.id);
+        let (written, next) = tokio::join!(write_page(held, spec, page, done, now), async {
+            match done {
+                true => Ok(None),
+                false => read(next_after).await.map(Some),
+            }
+        });
+        match written? {
+            Written::Page => {}
+            Written::Recheck => continue,
+            Written::Stop => return Ok(()),
         }
-        tx.commit().await?;
         engine.wake.notify_one();
-        crate::metrics::campaign_page(page.len());
+        crate::metrics::campaign_page(len);
         if done {
             return Ok(());
         }
+        ahead = next?.map(|page| ReadAhead {
+            after: next_after,
+            page,
+        });
     }
+}
+
+/// The next page, read and rendered while the one before it was written.
+struct ReadAhead {
+    /// The cursor it was read after.
+    after: Option<Uuid>,
+    page: Vec<(Contact, Rendered)>,
+}
+
+/// Each contact's message rendered: the CPU part of staging, which needs no transaction.
+fn render_page(spec: &MessageSpec, contacts: Vec<Contact>) -> Vec<(Contact, Rendered)> {
+    contacts
+        .into_iter()
+        .map(|c| {
+            let rendered = spec.render_one(c.id, &c.email, &c.data, None);
+            (c, rendered)
+        })
+        .collect()
+}
+
+/// What became of a page's transaction.
+enum Written {
+    /// Committed: the page is queued and checkpointed.
+    Page,
+    /// Nothing written: the campaign is no longer SENDING; the caller looks again.
+    Recheck,
+    /// The fan-out ends here: the lease is lost, or the campaign was given up.
+    Stop,
+}
+
+/// Queues one page in one transaction: its messages and send jobs, the billing count, the
+/// checkpoint and, for the last page, the job's ack.
+async fn write_page(
+    held: &Held<'_>,
+    spec: &MessageSpec,
+    page: Vec<(Contact, Rendered)>,
+    done: bool,
+    now: i64,
+) -> StoreResult<Written> {
+    let engine = held.engine;
+    let Some(mut tx) = held.begin().await? else {
+        return Ok(Written::Stop);
+    };
+    let in_tx = store_campaigns::status_in_tx(&mut tx, held.project_id, held.campaign_id)
+        .await?
+        .map(|(s, _)| s);
+    if in_tx != Some(CampaignStatus::Sending) {
+        // Cancelled (or deleted) since the read above: queue nothing; the loop acks.
+        return Ok(Written::Recheck);
+    }
+    let category = Category::Campaigns;
+    let adding = page.len() as i64;
+    if !billing::allows(&mut tx, held.project_id, category, adding, now).await? {
+        let reason = "the project's monthly campaigns limit is reached";
+        store_campaigns::give_up(&mut tx, held.project_id, held.campaign_id, reason, now).await?;
+        if jobs::complete(&mut tx, held.job.id, held.job.lease_token).await? {
+            tx.commit().await?;
+        }
+        return Ok(Written::Stop);
+    }
+    let emails: Vec<&str> = page.iter().map(|(c, _)| c.email.as_str()).collect();
+    let mut suppressed = suppressions::suppressed_among(&mut tx, held.project_id, &emails).await?;
+    let last = page.last().map(|(c, _)| c.id);
+    let mut staged = Staged::default();
+    let mut skipped = 0;
+    for (contact, rendered) in page {
+        let on_list = suppressed
+            .iter()
+            .position(|(e, _)| *e == contact.email)
+            .map(|i| suppressed.swap_remove(i).1);
+        let addressee = Addressee {
+            contact_id: contact.id,
+            email: contact.email,
+            name: None,
+            subscribed: contact.subscribed,
+            suppressed: on_list,
+        };
+        let accepted = spec.stage_rendered(&mut staged, addressee, rendered);
+        skipped += i64::from(accepted.skipped.is_some());
+    }
+    staged.flush(&mut tx, max_attempts(engine), now).await?;
+    billing::count(&mut tx, held.project_id, category, adding - skipped, now).await?;
+    let record = PageRecord {
+        last,
+        written: adding,
+        skipped,
+        done,
+    };
+    store_campaigns::record_page(&mut tx, held.project_id, held.campaign_id, record, now).await?;
+    if done && !jobs::complete(&mut tx, held.job.id, held.job.lease_token).await? {
+        return Ok(Written::Stop);
+    }
+    tx.commit().await?;
+    Ok(Written::Page)
 }
 
 fn max_attempts(engine: &Engine) -> i32 {

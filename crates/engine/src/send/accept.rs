@@ -413,17 +413,49 @@ impl MessageSpec {
         staged: &mut Staged<'a>,
         r: StageRecipient<'a, '_>,
     ) -> Accepted {
+        let rendered = self.render_one(r.contact_id, &r.email, &r.data, r.event);
+        let addressee = Addressee {
+            contact_id: r.contact_id,
+            email: r.email,
+            name: r.name,
+            subscribed: r.subscribed,
+            suppressed: r.suppressed,
+        };
+        self.stage_rendered(staged, addressee, rendered)
+    }
+
+    /// One recipient's message, rendered under its new id (the id is in its page links). What
+    /// does not depend on the suppression list, so a campaign renders its next page while the
+    /// page before is written.
+    pub(crate) fn render_one(
+        &self,
+        contact_id: Uuid,
+        email: &str,
+        data: &Map<String, Value>,
+        event: Option<&Value>,
+    ) -> Rendered {
         let id = new_id();
-        let mut vars = render_vars(
-            r.contact_id,
-            &r.email,
-            &r.data,
-            self.links
-                .page_urls(self.project_id, r.contact_id, Some(id)),
-        );
-        if let Some(event) = r.event {
+        let pages = self.links.page_urls(self.project_id, contact_id, Some(id));
+        let mut vars = render_vars(contact_id, email, data, pages);
+        if let Some(event) = event {
             vars.insert("event".into(), event.clone());
         }
+        Rendered {
+            id,
+            subject: one_line(self.subject.render(&vars, Escape::None)),
+            html: self.body.render(&vars, Escape::Html),
+        }
+    }
+
+    /// Stages a message [`MessageSpec::render_one`] rendered for `r`: queued, or SUPPRESSED
+    /// (see [`MessageSpec::stage_one`]).
+    pub(crate) fn stage_rendered<'a>(
+        &'a self,
+        staged: &mut Staged<'a>,
+        r: Addressee<'a>,
+        rendered: Rendered,
+    ) -> Accepted {
+        let id = rendered.id;
         let simulated = simulated_outcome(&r.email);
         let (skipped, detail) = if simulated == Some(SimulatedOutcome::SuppressionList) {
             let why = "mailbox simulator: the address is on the suppression list";
@@ -456,8 +488,8 @@ impl MessageSpec {
             contact_id: r.contact_id,
             to_email: r.email.clone(),
             to_name: r.name,
-            subject: one_line(self.subject.render(&vars, Escape::None)),
-            html: self.body.render(&vars, Escape::Html),
+            subject: rendered.subject,
+            html: rendered.html,
             message_id_header: format!("{id}@{}", self.from.domain()),
             skip_detail: detail,
             simulated: simulated.is_some(),
@@ -469,6 +501,23 @@ impl MessageSpec {
             skipped,
         }
     }
+}
+
+/// A recipient's message rendered by [`MessageSpec::render_one`], not yet staged.
+pub(crate) struct Rendered {
+    id: Uuid,
+    subject: String,
+    html: String,
+}
+
+/// Whom a rendered message goes to, as staging decides between queued and skipped.
+pub(crate) struct Addressee<'a> {
+    pub contact_id: Uuid,
+    pub email: String,
+    pub name: Option<&'a str>,
+    pub subscribed: bool,
+    /// Why the address is on the project's suppression list, if it is.
+    pub suppressed: Option<String>,
 }
 
 /// A rendered message waiting for the batch's multi-row insert.
