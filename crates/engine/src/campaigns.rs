@@ -288,10 +288,7 @@ async fn write_page(
     let mut staged = Staged::default();
     let mut skipped = 0;
     for (contact, rendered) in page {
-        let on_list = suppressed
-            .iter()
-            .position(|(e, _)| *e == contact.email)
-            .map(|i| suppressed.swap_remove(i).1);
+        let on_list = suppressions::take_reason(&mut suppressed, &contact.email);
         let addressee = Addressee {
             contact_id: contact.id,
             email: contact.email,

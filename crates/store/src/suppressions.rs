@@ -62,6 +62,14 @@ pub async fn lift(tx: &mut Tx, project_id: Uuid, email: &str) -> StoreResult<boo
     Ok(n > 0)
 }
 
+/// Takes `email`'s reason out of what [`suppressed_among`] found (each address once).
+pub fn take_reason(found: &mut Vec<(String, String)>, email: &str) -> Option<String> {
+    found
+        .iter()
+        .position(|(e, _)| e == email)
+        .map(|i| found.swap_remove(i).1)
+}
+
 /// The addresses among `emails` that are on the project's list, with their reason (read in
 /// the caller's transaction, so acceptance sees a lift made earlier in it).
 pub async fn suppressed_among(

@@ -331,10 +331,7 @@ impl AcceptRequest {
             suppressions::suppressed_among(tx, self.spec.project_id, &emails).await?;
         let mut accepted = Vec::with_capacity(self.recipients.len());
         for (r, contact) in self.recipients.iter().zip(contacts) {
-            let on_list = suppressed
-                .iter()
-                .position(|(e, _)| *e == contact.email)
-                .map(|i| suppressed.swap_remove(i).1);
+            let on_list = suppressions::take_reason(&mut suppressed, &contact.email);
             let recipient = StageRecipient {
                 contact_id: contact.id,
                 data: self.data.render_data(&contact.data),
