@@ -91,7 +91,7 @@ const RUNS: usize = 7;
 /// a connection of its own) into the database file and empties it, so that what is timed next
 /// does not run beside the store's checkpointer copying it: a server never holds such a WAL,
 /// its checkpointer keeps up with the writer (store `checkpoint.rs`).
-pub async fn settle_wal(conn: &mut sqlx::SqliteConnection) -> anyhow::Result<()> {
+async fn settle_wal(conn: &mut sqlx::SqliteConnection) -> anyhow::Result<()> {
     let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
         .fetch_one(&mut *conn)
         .await
