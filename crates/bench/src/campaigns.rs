@@ -189,8 +189,8 @@ async fn deliver(
     let id = start_campaign(seeded, &format!("news@{DOMAIN}")).await?;
     drop(engine);
 
-    let signatures = crate::signing::signing_rate(Duration::from_secs(3))?;
-    println!("signing bound: {signatures:.0} RSA-2048 DKIM signatures/s on 2 threads");
+    let before = crate::signing::signing_rate(Duration::from_secs(3))?;
+    println!("signing bound: {before:.0} RSA-2048 DKIM signatures/s on 2 threads");
 
     let mut node_config = config;
     node_config.listen = "127.0.0.1:0".into();
@@ -248,6 +248,14 @@ async fn deliver(
     let secs = started.elapsed().as_secs_f64();
     let top = node.peak_rss_mb()?;
     node.stop()?;
+    // Measured again once the node has stopped: right after the seed (the kernel still
+    // writing the database back) single 3 s measurements on one machine ranged from 4,820
+    // to 7,932 signatures/s. The higher of the two is the bound (the stricter ratio).
+    let after = crate::signing::signing_rate(Duration::from_secs(3))?;
+    let signatures = before.max(after);
+    println!(
+        "signing bound after the delivery: {after:.0} signatures/s; the ratio uses {signatures:.0}"
+    );
     let rate = total as f64 / secs;
     let ratio = rate / signatures;
     println!(

@@ -55,7 +55,7 @@ mod wrk;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows [--count N] [--concurrency N] [--fields N] \
      [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://...]";
 
 #[derive(Debug)]
@@ -167,6 +167,13 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run() -> anyhow::Result<()> {
+    if std::env::args()
+        .skip(1)
+        .any(|a| matches!(a.as_str(), "-h" | "--help"))
+    {
+        println!("{USAGE}");
+        return Ok(());
+    }
     let opts = parse_args(std::env::args().skip(1))?;
     // The node's own logs, when asked for (`HERALD_LOG=warn`): a stalled delivery says why.
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG") {

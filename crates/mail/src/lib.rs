@@ -9,5 +9,6 @@ pub mod header_text;
 pub mod mime;
 pub mod outbox;
 pub mod seal;
+mod smtp_session;
 pub mod sns;
 pub mod transport;

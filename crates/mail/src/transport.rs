@@ -38,10 +38,10 @@ use anyhow::{Context, anyhow, bail};
 use lettre::address::{Address, Envelope as LettreEnvelope};
 use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
-use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
-use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
-use lettre::transport::smtp::response::Response as SmtpResponse;
+use lettre::transport::smtp::extension::{ClientId, Extension};
 use tokio::sync::Semaphore;
+
+use crate::smtp_session::{Session, Stage};
 
 pub use crate::outbox::OutboxTransport;
 
@@ -342,7 +342,7 @@ pub struct SmtpTransport {
 }
 
 struct IdleConnection {
-    conn: AsyncSmtpConnection,
+    session: Session,
     since: Instant,
 }
 
@@ -353,16 +353,6 @@ impl fmt::Debug for SmtpTransport {
             .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
-}
-
-/// Where a failure happened: setting up the session is never the message's fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    Setup,
-    /// `MAIL FROM`: a refusal names the sender, not the recipient.
-    MailFrom,
-    /// `RCPT TO`, `DATA` and the message itself: a 5xx refuses this recipient's delivery.
-    Send,
 }
 
 impl SmtpTransport {
@@ -452,13 +442,18 @@ impl SmtpTransport {
             .map_err(|_| TransportError::Transient("SMTP transport closed".into()))?;
         let mut fresh = false;
         loop {
-            let (mut conn, unprobed) = if fresh {
+            let (mut session, unprobed) = if fresh {
                 (self.open().await?, false)
             } else {
                 self.checkout().await?
             };
-            if smtputf8 && !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
-                self.checkin(conn);
+            if smtputf8
+                && !session
+                    .conn
+                    .server_info()
+                    .supports_feature(Extension::SmtpUtfEight)
+            {
+                self.checkin(session);
                 return Err(TransportError::Permanent(format!(
                     "the relay {} does not support SMTPUTF8, which this message needs for its \
                      non-ASCII address (a local part that is not ASCII)",
@@ -466,19 +461,19 @@ impl SmtpTransport {
                 )));
             }
             let limit = send_timeout(self.timeout, raw.len());
-            let sent = transaction(&mut conn, &lettre_envelope, raw, smtputf8);
+            let sent = session.transaction(&lettre_envelope, raw, smtputf8);
             return match tokio::time::timeout(limit, sent).await {
                 Ok(Ok(response)) => {
                     let reply = reply_text(
                         &response.code().to_string(),
                         response.message().collect::<Vec<_>>().join(" "),
                     );
-                    self.checkin(conn);
+                    self.checkin(session);
                     Ok(reply)
                 }
                 Ok(Err((stage, e))) => {
                     // As lettre's own `send` does: QUIT and close after any error.
-                    conn.abort().await;
+                    session.conn.abort().await;
                     if stage == Stage::MailFrom && unprobed && !e.is_permanent() {
                         // A reused connection the relay closed while it was idle: nothing
                         // was handed over; once more over a new connection.
@@ -500,7 +495,7 @@ impl SmtpTransport {
     pub async fn close_idle(&self) {
         let idle = std::mem::take(&mut *self.lock_idle());
         for mut c in idle {
-            let _ = tokio::time::timeout(self.timeout, c.conn.quit()).await;
+            let _ = tokio::time::timeout(self.timeout, c.session.conn.quit()).await;
         }
     }
 
@@ -511,22 +506,23 @@ impl SmtpTransport {
 
     /// A pooled connection (probed with NOOP when idle longer than [`PROBE_IDLE_AFTER`]), or
     /// a new one; true when it is a pooled one reused without a probe.
-    async fn checkout(&self) -> Result<(AsyncSmtpConnection, bool), TransportError> {
+    async fn checkout(&self) -> Result<(Session, bool), TransportError> {
         loop {
             let parked = self.lock_idle().pop();
-            let Some(IdleConnection { mut conn, since }) = parked else {
+            let Some(IdleConnection { mut session, since }) = parked else {
                 break;
             };
             let idle = since.elapsed();
             if idle > POOL_IDLE_TIMEOUT {
-                let _ = tokio::time::timeout(self.timeout, conn.quit()).await;
+                let _ = tokio::time::timeout(self.timeout, session.conn.quit()).await;
                 continue;
             }
             if idle <= PROBE_IDLE_AFTER {
-                return Ok((conn, true));
+                return Ok((session, true));
             }
-            if let Ok(true) = tokio::time::timeout(self.timeout, conn.test_connected()).await {
-                return Ok((conn, false));
+            let probe = session.conn.test_connected();
+            if let Ok(true) = tokio::time::timeout(self.timeout, probe).await {
+                return Ok((session, false));
             }
             // Broken or silent: drop it (closing the socket) and try the next one.
         }
@@ -534,7 +530,7 @@ impl SmtpTransport {
     }
 
     /// A new connection, set up within the timeout.
-    async fn open(&self) -> Result<AsyncSmtpConnection, TransportError> {
+    async fn open(&self) -> Result<Session, TransportError> {
         match tokio::time::timeout(self.timeout, self.connect()).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(SetupError::Smtp(e))) => Err(classify(&e, Stage::Setup, &NO_ENVELOPE, b"")),
@@ -550,21 +546,22 @@ impl SmtpTransport {
         }
     }
 
-    fn checkin(&self, conn: AsyncSmtpConnection) {
-        if conn.has_broken() {
+    fn checkin(&self, session: Session) {
+        if session.conn.has_broken() {
             return;
         }
         let mut idle = self.lock_idle();
         if idle.len() < self.max_connections {
             idle.push(IdleConnection {
-                conn,
+                session,
                 since: Instant::now(),
             });
         }
     }
 
-    /// TCP (+ implicit TLS), greeting, EHLO, STARTTLS + EHLO when required, AUTH.
-    async fn connect(&self) -> Result<AsyncSmtpConnection, SetupError> {
+    /// TCP (+ implicit TLS), greeting, EHLO, STARTTLS + EHLO when required, the EHLO that
+    /// learns PIPELINING, AUTH.
+    async fn connect(&self) -> Result<Session, SetupError> {
         let mut conn = match self.url.security {
             SmtpSecurity::ImplicitTls => {
                 AsyncSmtpConnection::connect_tokio1(
@@ -590,13 +587,14 @@ impl SmtpTransport {
             // Fails when the server does not offer STARTTLS: never fall back to plaintext.
             conn.starttls(params.clone(), &self.hello).await?;
         }
+        let mut session = Session::start(conn, &self.hello).await?;
         if let Some(credentials) = &self.credentials
-            && let Err(e) = conn.auth(DEFAULT_MECHANISMS, credentials).await
+            && let Err(e) = session.conn.auth(DEFAULT_MECHANISMS, credentials).await
         {
-            conn.abort().await;
+            session.conn.abort().await;
             return Err(e.into());
         }
-        Ok(conn)
+        Ok(session)
     }
 }
 
@@ -609,35 +607,6 @@ static NO_ENVELOPE: Envelope = Envelope {
 fn send_timeout(base: Duration, len: usize) -> Duration {
     let mib = u32::try_from(len / (1024 * 1024)).unwrap_or(u32::MAX / 2);
     base.saturating_mul(mib.saturating_add(1))
-}
-
-/// One SMTP transaction (MAIL, RCPT.., DATA) on a ready connection. Like lettre's `send`, but
-/// asks for SMTPUTF8 whenever the message needs it (lettre only looks at the envelope, not at
-/// UTF-8 in the headers).
-async fn transaction(
-    conn: &mut AsyncSmtpConnection,
-    envelope: &LettreEnvelope,
-    raw: &[u8],
-    smtputf8: bool,
-) -> Result<SmtpResponse, (Stage, lettre::transport::smtp::Error)> {
-    let mut parameters = Vec::new();
-    if smtputf8 {
-        parameters.push(MailParameter::SmtpUtfEight);
-    }
-    if !raw.is_ascii() {
-        parameters.push(MailParameter::Body(MailBodyParameter::EightBitMime));
-    }
-    let send = |e| (Stage::Send, e);
-    conn.command(Mail::new(envelope.from().cloned(), parameters))
-        .await
-        .map_err(|e| (Stage::MailFrom, e))?;
-    for to in envelope.to() {
-        conn.command(Rcpt::new(to.clone(), Vec::new()))
-            .await
-            .map_err(send)?;
-    }
-    conn.command(Data).await.map_err(send)?;
-    conn.message(raw).await.map_err(send)
 }
 
 /// True when an envelope address is not ASCII (after the A-label conversion, only a local

@@ -1,0 +1,204 @@
+//! One SMTP connection of the relay pool and the mail transaction on it (MAIL, RCPT.., DATA,
+//! the message), over lettre's client.
+//!
+//! With PIPELINING (RFC 2920) offered by the relay, `MAIL`, every `RCPT` and `DATA` go out in
+//! one write and their replies are read in order; the message, dot-stuffed, and its
+//! terminating `.` go in a second write. Without it, one command per round trip, as lettre
+//! does. Measured (docs/benchmarks.md, 2026-11-26): lettre's own transaction wrote five times
+//! and waited for four replies per message, and those sends were about 9% of all CPU of a
+//! delivering node.
+//!
+//! Whatever the mode, a failure ends the connection (the caller aborts it): replies still in
+//! flight are never mistaken for the next transaction's, and a message whose `DATA` was
+//! answered 354 but whose body was not sent is never completed (no terminating dot).
+
+use std::fmt;
+
+use lettre::address::Envelope as LettreEnvelope;
+use lettre::transport::smtp::Error;
+use lettre::transport::smtp::client::AsyncSmtpConnection;
+use lettre::transport::smtp::commands::{Data, Ehlo, Mail, Rcpt};
+use lettre::transport::smtp::extension::{ClientId, MailBodyParameter, MailParameter};
+use lettre::transport::smtp::response::Response;
+
+/// Where a failure happened: setting up the session is never the message's fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    Setup,
+    /// `MAIL FROM`: a refusal names the sender, not the recipient.
+    MailFrom,
+    /// `RCPT TO`, `DATA` and the message itself: a 5xx refuses this recipient's delivery.
+    Send,
+}
+
+/// A connection that has said EHLO (after STARTTLS when there is one) and knows whether the
+/// relay pipelines.
+pub(crate) struct Session {
+    pub(crate) conn: AsyncSmtpConnection,
+    pipelining: bool,
+}
+
+impl Session {
+    /// Asks the relay's extensions once more (lettre keeps only those it uses itself, and
+    /// PIPELINING is not one of them). Before AUTH: an EHLO after it may reset the session.
+    pub(crate) async fn start(
+        mut conn: AsyncSmtpConnection,
+        hello: &ClientId,
+    ) -> Result<Self, Error> {
+        let reply = conn.command(Ehlo::new(hello.clone())).await?;
+        let pipelining = offers_pipelining(&reply);
+        Ok(Self { conn, pipelining })
+    }
+
+    /// One transaction: the relay's reply to the end of the message, or the stage that failed.
+    pub(crate) async fn transaction(
+        &mut self,
+        envelope: &LettreEnvelope,
+        raw: &[u8],
+        smtputf8: bool,
+    ) -> Result<Response, (Stage, Error)> {
+        let mut parameters = Vec::new();
+        if smtputf8 {
+            parameters.push(MailParameter::SmtpUtfEight);
+        }
+        if !raw.is_ascii() {
+            parameters.push(MailParameter::Body(MailBodyParameter::EightBitMime));
+        }
+        let mail = Mail::new(envelope.from().cloned(), parameters);
+        let rcpts: Vec<Rcpt> = envelope
+            .to()
+            .iter()
+            .map(|to| Rcpt::new(to.clone(), Vec::new()))
+            .collect();
+        let send = |e| (Stage::Send, e);
+        let conn = &mut self.conn;
+        if self.pipelining {
+            // The reply read by `command` is MAIL's; then one per RCPT, then DATA's 354.
+            conn.command(Pipelined {
+                mail: &mail,
+                rcpts: &rcpts,
+            })
+            .await
+            .map_err(|e| (Stage::MailFrom, e))?;
+            for _ in &rcpts {
+                conn.read_response().await.map_err(send)?;
+            }
+            conn.read_response().await.map_err(send)?;
+        } else {
+            conn.command(mail).await.map_err(|e| (Stage::MailFrom, e))?;
+            for rcpt in rcpts {
+                conn.command(rcpt).await.map_err(send)?;
+            }
+            conn.command(Data).await.map_err(send)?;
+        }
+        match String::from_utf8(data_block(raw)) {
+            // `command` writes its text in one write and reads the reply to the final dot.
+            Ok(block) => conn.command(Text(&block)).await.map_err(send),
+            // Not UTF-8 (never built by Herald's MIME builder): lettre writes it in two.
+            Err(_) => conn.message(raw).await.map_err(send),
+        }
+    }
+}
+
+fn offers_pipelining(ehlo: &Response) -> bool {
+    ehlo.message().skip(1).any(|line| {
+        line.split_whitespace()
+            .next()
+            .is_some_and(|keyword| keyword.eq_ignore_ascii_case("PIPELINING"))
+    })
+}
+
+/// `MAIL`, the `RCPT`s and `DATA` as one group of commands (RFC 2920: DATA ends a group).
+struct Pipelined<'a> {
+    mail: &'a Mail,
+    rcpts: &'a [Rcpt],
+}
+
+impl fmt::Display for Pipelined<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.mail)?;
+        for rcpt in self.rcpts {
+            write!(f, "{rcpt}")?;
+        }
+        write!(f, "{Data}")
+    }
+}
+
+/// Text handed to lettre's `command` as is.
+struct Text<'a>(&'a str);
+
+impl fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// The message as the DATA section (RFC 5321 4.5.2): a `.` doubled at the start of every
+/// line (after CRLF, as lettre's codec does), then the terminating `.` on a line of its own.
+fn data_block(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 64 + 8);
+    let mut line_start = true;
+    let mut previous = 0u8;
+    for &b in raw {
+        if line_start && b == b'.' {
+            out.push(b'.');
+        }
+        out.push(b);
+        line_start = b == b'\n' && previous == b'\r';
+        previous = b;
+    }
+    if !line_start {
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b".\r\n");
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_block_stuffs_dots_at_line_starts_and_ends_with_one_dot_line() {
+        assert_eq!(data_block(b"a\r\nb\r\n"), b"a\r\nb\r\n.\r\n");
+        assert_eq!(data_block(b"a\r\nb"), b"a\r\nb\r\n.\r\n");
+        assert_eq!(data_block(b".a\r\n.\r\n..b"), b"..a\r\n..\r\n...b\r\n.\r\n");
+        // Only CRLF starts a line: a bare LF or CR does not.
+        assert_eq!(data_block(b"a\n.b\r.c"), b"a\n.b\r.c\r\n.\r\n");
+        assert_eq!(data_block(b""), b".\r\n");
+    }
+
+    #[test]
+    fn pipelining_is_read_from_the_extension_lines() {
+        let parse = |text: &str| -> Response { text.parse().unwrap() };
+        assert!(offers_pipelining(&parse(
+            "250-relay greets you\r\n250-8BITMIME\r\n250-PIPELINING\r\n250 SIZE 100\r\n"
+        )));
+        assert!(offers_pipelining(&parse("250-relay\r\n250 pipelining\r\n")));
+        // The greeting line is a name, not an extension.
+        assert!(!offers_pipelining(&parse(
+            "250-PIPELINING\r\n250 8BITMIME\r\n"
+        )));
+        assert!(!offers_pipelining(&parse("250 relay\r\n")));
+    }
+
+    #[test]
+    fn a_group_is_mail_then_each_rcpt_then_data() {
+        let from = "a@example.com".parse().unwrap();
+        let rcpts = [
+            Rcpt::new("b@example.org".parse().unwrap(), Vec::new()),
+            Rcpt::new("c@example.org".parse().unwrap(), Vec::new()),
+        ];
+        let mail = Mail::new(Some(from), Vec::new());
+        let text = Pipelined {
+            mail: &mail,
+            rcpts: &rcpts,
+        }
+        .to_string();
+        assert_eq!(
+            text,
+            "MAIL FROM:<a@example.com>\r\nRCPT TO:<b@example.org>\r\nRCPT TO:<c@example.org>\r\nDATA\r\n"
+        );
+    }
+}
