@@ -137,17 +137,18 @@ impl fmt::Display for Text<'_> {
 /// line (after CRLF, as lettre's codec does), then the terminating `.` on a line of its own.
 fn data_block(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len() + raw.len() / 64 + 8);
-    let mut line_start = true;
-    let mut previous = 0u8;
-    for &b in raw {
-        if line_start && b == b'.' {
-            out.push(b'.');
-        }
-        out.push(b);
-        line_start = b == b'\n' && previous == b'\r';
-        previous = b;
+    if raw.first() == Some(&b'.') {
+        out.push(b'.');
     }
-    if !line_start {
+    let mut copied = 0;
+    for at in memchr::memmem::find_iter(raw, b"\r\n.") {
+        // Up to and including the CRLF, then the extra dot; the line's own dot follows.
+        out.extend_from_slice(&raw[copied..at + 2]);
+        out.push(b'.');
+        copied = at + 2;
+    }
+    out.extend_from_slice(&raw[copied..]);
+    if !raw.is_empty() && !raw.ends_with(b"\r\n") {
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b".\r\n");
@@ -167,6 +168,34 @@ mod tests {
         // Only CRLF starts a line: a bare LF or CR does not.
         assert_eq!(data_block(b"a\n.b\r.c"), b"a\n.b\r.c\r\n.\r\n");
         assert_eq!(data_block(b""), b".\r\n");
+    }
+
+    proptest::proptest! {
+        /// What a relay reads back (RFC 5321 4.5.2: up to the first line that is only a dot,
+        /// one leading dot removed from each line) is the message, ended by CRLF.
+        #[test]
+        fn a_relay_reads_back_the_message(raw in proptest::collection::vec(
+            proptest::sample::select(vec![b'.', b'\r', b'\n', b'a']), 0..40)) {
+            let block = data_block(&raw);
+            let mut read = Vec::new();
+            let mut ended = false;
+            for line in block.split_inclusive(|&b| b == b'\n') {
+                proptest::prop_assert!(!ended, "data after the end: {:?}", block);
+                if line == b".\r\n" && (read.is_empty() || read.ends_with(b"\r\n")) {
+                    ended = true;
+                    continue;
+                }
+                let at_line_start = read.is_empty() || read.ends_with(b"\r\n");
+                let line = if at_line_start && line.first() == Some(&b'.') { &line[1..] } else { line };
+                read.extend_from_slice(line);
+            }
+            proptest::prop_assert!(ended);
+            let mut expected = raw.clone();
+            if !expected.is_empty() && !expected.ends_with(b"\r\n") {
+                expected.extend_from_slice(b"\r\n");
+            }
+            proptest::prop_assert_eq!(read, expected);
+        }
     }
 
     #[test]
