@@ -227,9 +227,9 @@ impl Default for Config {
             dkim_selector_prefix: "herald".into(),
             domain_check_interval_secs: 300.0,
             dns_timeout_secs: 5.0,
-            smtp_max_connections: 16,
+            smtp_max_connections: herald_engine::DEFAULT_SMTP_MAX_CONNECTIONS,
             send_rate_per_second: 0,
-            send_concurrency: 32,
+            send_concurrency: herald_engine::DEFAULT_SEND_CONCURRENCY,
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
             send_lease_secs: 10.0,
@@ -385,14 +385,17 @@ impl Config {
     }
 
     /// PostgreSQL connections kept for the workers on top of `database_max_connections`: one
-    /// per concurrent delivery plus 4 for the queue poller, the domain checks and recovery,
-    /// so the API never waits behind a busy send queue. None when this node runs no workers.
+    /// per concurrent delivery, at most 32, plus 4 for the queue poller, the domain checks and
+    /// recovery, so the API never waits behind a busy send queue. None when this node runs no
+    /// workers. At most 32: a delivery holds no connection while it composes, signs and talks
+    /// to the relay (claims, reads and outcomes are written a group at a time), so more would
+    /// only take connections from a PostgreSQL whose default limit is 100 for all nodes.
     pub fn worker_connections(&self) -> u32 {
         if !self.workers {
             return 0;
         }
-        u32::try_from(self.send_concurrency.max(1))
-            .unwrap_or(u32::MAX / 2)
+        u32::try_from(self.send_concurrency.clamp(1, 32))
+            .unwrap_or(32)
             .saturating_add(4)
     }
 
