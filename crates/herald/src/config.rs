@@ -394,8 +394,10 @@ impl Config {
         if !self.workers {
             return 0;
         }
-        u32::try_from(self.send_concurrency.clamp(1, 32))
-            .unwrap_or(32)
+        const MOST_FOR_DELIVERIES: u32 = 32;
+        u32::try_from(self.send_concurrency.max(1))
+            .unwrap_or(MOST_FOR_DELIVERIES)
+            .min(MOST_FOR_DELIVERIES)
             .saturating_add(4)
     }
 
