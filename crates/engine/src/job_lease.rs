@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use herald_core::ids::Uuid;
-use herald_store::jobs::{self, Job};
+use herald_store::jobs::{self, Job, LockedRows};
 use herald_store::{StoreResult, Tx};
 use tokio::sync::watch;
 
@@ -51,11 +51,15 @@ async fn heartbeat(engine: Engine, mut held: Vec<(Uuid, Uuid)>, mut stop: watch:
         }
         match engine
             .store
-            .extend_leases(&held, engine.now() + lease)
+            .extend_leases(&held, engine.now() + lease, LockedRows::Wait)
             .await
         {
-            Ok(kept) if kept.is_empty() => return,
-            Ok(kept) => held.retain(|(id, _)| kept.contains(id)),
+            Ok(renewal) => {
+                held.retain(|(id, _)| !renewal.lost.contains(id));
+                if held.is_empty() {
+                    return;
+                }
+            }
             Err(e) => tracing::warn!(error = %e, jobs = held.len(), "extending job leases failed"),
         }
     }

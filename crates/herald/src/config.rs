@@ -385,16 +385,17 @@ impl Config {
     }
 
     /// PostgreSQL connections kept for the workers on top of `database_max_connections`: one
-    /// per concurrent delivery, at most 32, plus 4 for the queue poller, the domain checks and
+    /// per concurrent delivery, at most 16, plus 4 for the queue poller, the domain checks and
     /// recovery, so the API never waits behind a busy send queue. None when this node runs no
-    /// workers. At most 32: a delivery holds no connection while it composes, signs and talks
-    /// to the relay (claims, reads and outcomes are written a group at a time), so more would
-    /// only take connections from a PostgreSQL whose default limit is 100 for all nodes.
+    /// workers. At most 16: a delivery holds no connection while it composes, signs and talks
+    /// to the relay (claims, reads and outcomes are written a group at a time), and a node at
+    /// the defaults (16 + 20 = 36) leaves room for a second node and the tools within
+    /// PostgreSQL's default limit of 100 connections for all nodes.
     pub fn worker_connections(&self) -> u32 {
         if !self.workers {
             return 0;
         }
-        const MOST_FOR_DELIVERIES: u32 = 32;
+        const MOST_FOR_DELIVERIES: u32 = 16;
         u32::try_from(self.send_concurrency.max(1))
             .unwrap_or(MOST_FOR_DELIVERIES)
             .min(MOST_FOR_DELIVERIES)
@@ -632,6 +633,27 @@ mod tests {
         let err = Config::layered(Some(&path), env(&[])).unwrap_err();
         assert!(err.to_string().contains("lisen"), "{err}");
         assert!(Config::layered(Some(&dir.path().join("missing.toml")), env(&[])).is_err());
+    }
+
+    #[test]
+    fn two_default_nodes_fit_in_postgresqls_default_connection_limit() {
+        let node = Config::default();
+        let per_node = node.database_max_connections + node.worker_connections();
+        assert_eq!(node.worker_connections(), 16 + 4);
+        assert!(
+            2 * per_node <= 80,
+            "{per_node} per node leaves no room for tools"
+        );
+        let quiet = Config {
+            send_concurrency: 2,
+            ..Config::default()
+        };
+        assert_eq!(quiet.worker_connections(), 2 + 4);
+        let no_workers = Config {
+            workers: false,
+            ..Config::default()
+        };
+        assert_eq!(no_workers.worker_connections(), 0);
     }
 
     #[test]

@@ -17,8 +17,32 @@ use serde_json::Value;
 use sqlx::FromRow;
 use sqlx::types::Json;
 
-use crate::engine::sql;
+use crate::engine::{Dialect, sql};
 use crate::{Store, StoreResult, Tx};
+
+/// How a renewal of leases treats a job row locked by a transaction in progress
+/// (PostgreSQL; SQLite's single writer never leaves one locked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockedRows {
+    /// Wait for the transaction, then renew or not. For a job whose own batch transactions
+    /// lock its row ([`hold`]): the renewal must land once the batch commits.
+    Wait,
+    /// Skip the row and renew the others now. For the send worker: its recorder deletes a
+    /// group's jobs in a transaction that may take a while on a loaded machine, and waiting
+    /// for it let every other held lease run out meanwhile; another node then sent again
+    /// hundreds of messages handed over and not yet recorded.
+    Skip,
+}
+
+/// What a renewal of held leases found ([`Store::extend_leases`]). A job in neither list was
+/// busy (its row locked by a transaction in progress): its lease is as before.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct LeaseRenewal {
+    /// Extended to the new end.
+    pub extended: Vec<Uuid>,
+    /// Taken over or gone.
+    pub lost: Vec<Uuid>,
+}
 
 #[derive(Clone, Debug, FromRow)]
 pub struct Job {
@@ -258,20 +282,33 @@ impl Store {
         Ok(waiting.into_iter().chain(leased).min())
     }
 
-    /// Extends the leases of jobs still held under their tokens to `until` (one statement per
-    /// 100 jobs); returns the ids whose lease is still held. A job missing from the answer was
-    /// taken over (or deleted): its worker must stop and change nothing.
+    /// Extends the leases of jobs still held under their tokens to `until` (a statement or two
+    /// per 100 jobs). A job whose lease was taken over (or that is gone) is in
+    /// [`LeaseRenewal::lost`]: its worker must stop and change nothing.
+    ///
+    /// A row locked by a transaction in progress (PostgreSQL) is waited for, or with
+    /// [`LockedRows::Skip`] skipped: it is then neither extended nor lost, unless a plain read
+    /// (which waits for no lock) shows another token or no row.
     pub async fn extend_leases(
         &self,
         held: &[(Uuid, Uuid)],
         until: Millis,
-    ) -> StoreResult<Vec<Uuid>> {
-        let mut kept = Vec::with_capacity(held.len());
+        locked: LockedRows,
+    ) -> StoreResult<LeaseRenewal> {
+        let mut renewal = LeaseRenewal::default();
         for chunk in held.chunks(100) {
-            let q = format!(
-                "UPDATE jobs SET lease_until = $1 WHERE state = 'active' AND ({}) RETURNING id",
-                id_token_pairs(chunk.len(), 2)
-            );
+            let pairs = id_token_pairs(chunk.len(), 2);
+            let skip = locked == LockedRows::Skip && self.dialect() == Dialect::Postgres;
+            let q = if skip {
+                format!(
+                    "UPDATE jobs SET lease_until = $1 WHERE id IN (SELECT id FROM jobs \
+                     WHERE state = 'active' AND ({pairs}) FOR UPDATE SKIP LOCKED) RETURNING id"
+                )
+            } else {
+                format!(
+                    "UPDATE jobs SET lease_until = $1 WHERE state = 'active' AND ({pairs}) RETURNING id"
+                )
+            };
             let rows: Vec<(Uuid,)> = db_write!(self, |pool| {
                 let mut query = sqlx::query_as(sqlx::AssertSqlSafe(q.as_str())).bind(until);
                 for (id, token) in chunk {
@@ -279,9 +316,43 @@ impl Store {
                 }
                 query.fetch_all(pool).await?
             });
-            kept.extend(rows.into_iter().map(|(id,)| id));
+            let extended: Vec<Uuid> = rows.into_iter().map(|(id,)| id).collect();
+            let rest: Vec<(Uuid, Uuid)> = chunk
+                .iter()
+                .filter(|(id, _)| !extended.contains(id))
+                .copied()
+                .collect();
+            // Waiting (and SQLite's one writer): a row not extended is no longer ours.
+            let busy = if skip && !rest.is_empty() {
+                self.still_held(&rest).await?
+            } else {
+                Vec::new()
+            };
+            renewal.lost.extend(
+                rest.iter()
+                    .map(|(id, _)| *id)
+                    .filter(|id| !busy.contains(id)),
+            );
+            renewal.extended.extend(extended);
         }
-        Ok(kept)
+        Ok(renewal)
+    }
+
+    /// The jobs among `held` whose row still carries the token, as last committed (a plain
+    /// read, which waits for no lock).
+    async fn still_held(&self, held: &[(Uuid, Uuid)]) -> StoreResult<Vec<Uuid>> {
+        let q = format!(
+            "SELECT id FROM jobs WHERE state = 'active' AND ({})",
+            id_token_pairs(held.len(), 1)
+        );
+        let rows: Vec<(Uuid,)> = db_read!(self, |pool| {
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(q.as_str()));
+            for (id, token) in held {
+                query = query.bind(*id).bind(*token);
+            }
+            query.fetch_all(pool).await?
+        });
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// Whether `token` still holds the job's lease and the lease runs at least until `until`:

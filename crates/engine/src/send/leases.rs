@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use herald_core::ids::Uuid;
 use herald_core::time::Millis;
+use herald_store::jobs::LockedRows;
 use tokio::sync::watch;
 
 use crate::Engine;
@@ -54,23 +55,27 @@ impl Leases {
         self.map().iter().map(|(j, (t, _))| (*j, *t)).collect()
     }
 
-    /// Extends every held lease to `until`; drops the ones taken over meanwhile.
+    /// Extends every held lease to `until`; drops the ones taken over meanwhile. A job whose
+    /// row is busy (being recorded) keeps the end confirmed before.
     async fn beat(&self, engine: &Engine, until: Millis) {
         let held = self.snapshot();
         if held.is_empty() {
             return;
         }
-        match engine.store.extend_leases(&held, until).await {
-            Ok(kept) => {
-                let kept: std::collections::HashSet<Uuid> = kept.into_iter().collect();
+        match engine
+            .store
+            .extend_leases(&held, until, LockedRows::Skip)
+            .await
+        {
+            Ok(renewal) => {
                 let mut map = self.map();
                 for (job, token) in held {
                     let Some(entry) = map.get_mut(&job).filter(|(t, _)| *t == token) else {
                         continue; // released (or re-held) meanwhile
                     };
-                    if kept.contains(&job) {
+                    if renewal.extended.contains(&job) {
                         entry.1 = entry.1.max(until);
-                    } else {
+                    } else if renewal.lost.contains(&job) {
                         tracing::warn!(job = %job, "a send lease was taken over; its worker stops");
                         map.remove(&job);
                     }

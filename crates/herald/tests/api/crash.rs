@@ -60,12 +60,24 @@ pub fn spawn_worker_with(
         .env("HERALD_SEND_RETRY_BASE_SECS", "0.2")
         .env("HERALD_SEND_LEASE_SECS", lease.as_secs().to_string())
         .env("HERALD_LOG", "warn")
+        // A worker node serves no requests here; a small request pool keeps two nodes and the
+        // tests running beside them within the CI PostgreSQL's 100 connections.
+        .env("HERALD_DATABASE_MAX_CONNECTIONS", "4")
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(node_stderr());
     for (k, v) in extra {
         cmd.env(k, v);
     }
     cmd.spawn().expect("spawn herald")
+}
+
+/// The nodes' log lines (warnings and errors) go nowhere, unless
+/// `HERALD_TEST_NODE_STDERR=inherit` shows them (with `cargo nextest run --no-capture`).
+fn node_stderr() -> Stdio {
+    match std::env::var("HERALD_TEST_NODE_STDERR").as_deref() {
+        Ok("inherit") => Stdio::inherit(),
+        _ => Stdio::null(),
+    }
 }
 
 pub fn kill(mut child: Child) {

@@ -293,3 +293,27 @@ pub fn error_fields(body: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Runs statements on a PostgreSQL app's own schema, bypassing the API (to install a fault,
+/// such as a trigger that stalls a transaction).
+pub async fn raw_sql(app: &TestApp, statements: &[&str]) {
+    use sqlx::Connection as _;
+    let schema = app
+        .config
+        .database_schema
+        .as_deref()
+        .expect("a PostgreSQL app has a schema of its own");
+    let mut conn = sqlx::PgConnection::connect(&app.config.database_url)
+        .await
+        .expect("connect");
+    sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path TO {schema}")))
+        .execute(&mut conn)
+        .await
+        .expect("search path");
+    for q in statements {
+        sqlx::query(sqlx::AssertSqlSafe(*q))
+            .execute(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+}

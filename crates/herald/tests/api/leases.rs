@@ -18,6 +18,7 @@ both_engines!(
     status_only_moves_forward_in_the_store,
     a_stale_worker_can_neither_ack_nor_change_status,
     a_job_abandoned_at_every_claim_ends_failed_at_the_limit,
+    a_renewal_reports_lost_leases_and_never_waits_for_a_busy_row,
 );
 
 const KIND: &str = "send";
@@ -189,10 +190,13 @@ async fn a_stale_worker_can_neither_ack_nor_change_status(engine: Engine) {
     assert!(!app.store.lease_held(job, stale, t1).await.expect("held"));
     assert!(
         app.store
-            .extend_leases(&[(job, stale)], t1 + 60_000)
+            .extend_leases(&[(job, stale)], t1 + 60_000, jobs::LockedRows::Wait)
             .await
             .expect("extend")
-            .is_empty()
+            == jobs::LeaseRenewal {
+                extended: vec![],
+                lost: vec![job]
+            }
     );
     let mut tx = app.store.begin().await.expect("begin");
     assert!(!jobs::complete(&mut tx, job, stale).await.expect("ack"));
@@ -227,10 +231,11 @@ async fn a_stale_worker_can_neither_ack_nor_change_status(engine: Engine) {
     // The new owner records the delivery.
     let extended = app
         .store
-        .extend_leases(&[(job, fresh)], t1 + 2 * LEASE_MS)
+        .extend_leases(&[(job, fresh)], t1 + 2 * LEASE_MS, jobs::LockedRows::Wait)
         .await
         .expect("extend");
-    assert_eq!(extended, vec![job]);
+    assert_eq!(extended.extended, vec![job]);
+    assert!(extended.lost.is_empty());
     let mut tx = app.store.begin().await.expect("begin");
     let recorded = messages::record_sent(&mut tx, &[sent_record(job, fresh, msg, t1)], t1)
         .await
@@ -295,4 +300,91 @@ async fn a_job_abandoned_at_every_claim_ends_failed_at_the_limit(engine: Engine)
         .expect("dead letter kept");
     assert_eq!(state, "failed");
     assert_eq!(attempts, 4);
+}
+
+/// A renewal of held leases tells the lost ones apart. On PostgreSQL it never waits for a job
+/// row locked by a transaction in progress (the record of a delivery deletes its job in a
+/// transaction that may take a while on a loaded machine): the other leases are extended
+/// meanwhile, and the busy one keeps its lease. (On SQLite an open write transaction holds
+/// the only writer, so that part has no counterpart there.)
+async fn a_renewal_reports_lost_leases_and_never_waits_for_a_busy_row(engine: Engine) {
+    let app = engine.app_with(|c| c.workers = false).await;
+    // Due a second from now: out of reach of the parking claim of each `queued_message`.
+    let t0 = app.clock_now() + 1_000;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(queued_message(&app, 5, t0).await.1);
+    }
+    let claimed = app
+        .store
+        .claim_jobs(KIND, 10, t0, LEASE_MS)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 3);
+    let token = |job: Uuid| {
+        claimed
+            .iter()
+            .find(|j| j.id == job)
+            .map(|j| j.lease_token)
+            .expect("claimed")
+    };
+    let (busy, free, taken) = (ids[0], ids[1], ids[2]);
+    let held = [
+        (busy, token(busy)),
+        (free, token(free)),
+        (taken, token(taken)),
+    ];
+    // `taken` is not renewed in time, and another worker takes it over.
+    let renewal = app
+        .store
+        .extend_leases(&held[..2], t0 + 3 * LEASE_MS, jobs::LockedRows::Skip)
+        .await
+        .expect("extend");
+    assert_eq!(renewal.extended.len(), 2);
+    let t1 = t0 + LEASE_MS + 1;
+    let other = app
+        .store
+        .claim_jobs(KIND, 10, t1, LEASE_MS)
+        .await
+        .expect("claim");
+    assert_eq!(other.iter().map(|j| j.id).collect::<Vec<_>>(), vec![taken]);
+
+    // This node's recorder is deleting `busy` in a transaction not yet committed.
+    let recording = if engine == Engine::Postgres {
+        let mut tx = app.store.begin().await.expect("begin");
+        let acked = jobs::complete_many(&mut tx, &held[..1]).await.expect("ack");
+        assert_eq!(acked, vec![busy]);
+        Some(tx)
+    } else {
+        None
+    };
+    let renewal = tokio::time::timeout(
+        Duration::from_secs(5),
+        app.store
+            .extend_leases(&held, t1 + LEASE_MS, jobs::LockedRows::Skip),
+    )
+    .await
+    .expect("the renewal waited for the row being recorded")
+    .expect("extend");
+    assert_eq!(renewal.lost, vec![taken], "taken over");
+    match recording {
+        Some(tx) => {
+            assert_eq!(renewal.extended, vec![free], "busy is neither");
+            tx.commit().await.expect("commit");
+            let after = app
+                .store
+                .extend_leases(&held, t1 + LEASE_MS, jobs::LockedRows::Skip)
+                .await
+                .expect("extend");
+            assert_eq!(after.extended, vec![free]);
+            assert_eq!(after.lost, vec![busy, taken], "acked, then gone");
+        }
+        None => {
+            let mut extended = renewal.extended.clone();
+            extended.sort();
+            let mut expected = vec![busy, free];
+            expected.sort();
+            assert_eq!(extended, expected);
+        }
+    }
 }
