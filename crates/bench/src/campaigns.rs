@@ -45,6 +45,8 @@ pub struct CampaignOptions {
     /// The delivering node's settings, when not the defaults.
     pub send_concurrency: Option<usize>,
     pub smtp_connections: Option<usize>,
+    /// Skip the SQLite run.
+    pub postgres_only: bool,
 }
 
 /// Where the seeded database is, for a node that serves it.
@@ -60,18 +62,20 @@ struct Seeded<'a> {
 
 pub async fn run(opts: &CampaignOptions) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let seeded = crate::segments::seed(dir.path(), opts.count).await?;
-    drop(seeded.conn);
-    let sqlite = Seeded {
-        store: &seeded.store,
-        project: seeded.project,
-        now: seeded.now,
-        engine_name: "SQLite",
-        database_url: format!("sqlite://{}", dir.path().join("bench.db").display()),
-        schema: None,
-    };
-    campaign(dir.path(), &sqlite, opts).await?;
-    seeded.store.close().await;
+    if !opts.postgres_only {
+        let seeded = crate::segments::seed(dir.path(), opts.count).await?;
+        drop(seeded.conn);
+        let sqlite = Seeded {
+            store: &seeded.store,
+            project: seeded.project,
+            now: seeded.now,
+            engine_name: "SQLite",
+            database_url: format!("sqlite://{}", dir.path().join("bench.db").display()),
+            schema: None,
+        };
+        campaign(dir.path(), &sqlite, opts).await?;
+        seeded.store.close().await;
+    }
     match &opts.database_url {
         Some(url) => {
             let pg = crate::pg_seed::seed(url, opts.count).await?;

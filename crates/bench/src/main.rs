@@ -56,7 +56,7 @@ mod wrk;
 use anyhow::{Context, bail, ensure};
 
 const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows [--count N] [--concurrency N] [--fields N] \
-     [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://...]";
+     [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://... [--postgres-only]]";
 
 #[derive(Debug)]
 pub struct Options {
@@ -76,6 +76,8 @@ pub struct Options {
     pub smtp_connections: Option<usize>,
     /// `campaign` only: deliver the campaign too, not only fan it out.
     pub deliver: bool,
+    /// `campaign` only: skip the SQLite run (with `--database-url`).
+    pub postgres_only: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
@@ -104,6 +106,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         send_concurrency: None,
         smtp_connections: None,
         deliver: false,
+        postgres_only: false,
     };
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -138,6 +141,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
                     .context("--seconds must be a whole number")?
             }
             "--deliver" => opts.deliver = true,
+            "--postgres-only" => opts.postgres_only = true,
             "--send-concurrency" => {
                 opts.send_concurrency = Some(
                     value()?
@@ -155,6 +159,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
             other => bail!("unknown option {other:?}\n{USAGE}"),
         }
     }
+    ensure!(
+        !opts.postgres_only || opts.database_url.is_some(),
+        "--postgres-only needs --database-url"
+    );
     ensure!(opts.count > 0, "--count must be at least 1");
     ensure!(opts.concurrency > 0, "--concurrency must be at least 1");
     Ok(opts)
@@ -217,6 +225,7 @@ async fn run() -> anyhow::Result<()> {
                 deliver: opts.deliver,
                 send_concurrency: opts.send_concurrency,
                 smtp_connections: opts.smtp_connections,
+                postgres_only: opts.postgres_only,
             })
             .await
         }
@@ -266,6 +275,12 @@ mod tests {
         assert!(parse_args(args("contacts --bogus 1")).is_err());
         assert!(parse_args(args("sends")).is_err());
         assert!(parse_args(args("")).is_err());
+        assert!(parse_args(args("campaign --postgres-only")).is_err());
+        let o = parse_args(args(
+            "campaign --postgres-only --database-url postgres://x/y",
+        ))
+        .unwrap();
+        assert!(o.postgres_only);
     }
 
     #[test]
