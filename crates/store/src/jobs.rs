@@ -295,19 +295,18 @@ impl Store {
         until: Millis,
         locked: LockedRows,
     ) -> StoreResult<LeaseRenewal> {
+        // SQLite's one writer never leaves a row locked by another transaction.
+        let skip = locked == LockedRows::Skip && self.dialect() == Dialect::Postgres;
         let mut renewal = LeaseRenewal::default();
         for chunk in held.chunks(100) {
-            let pairs = id_token_pairs(chunk.len(), 2);
-            let skip = locked == LockedRows::Skip && self.dialect() == Dialect::Postgres;
+            let held_here = format!("state = 'active' AND ({})", id_token_pairs(chunk.len(), 2));
             let q = if skip {
                 format!(
-                    "UPDATE jobs SET lease_until = $1 WHERE id IN (SELECT id FROM jobs \
-                     WHERE state = 'active' AND ({pairs}) FOR UPDATE SKIP LOCKED) RETURNING id"
+                    "UPDATE jobs SET lease_until = $1 WHERE id IN \
+                     (SELECT id FROM jobs WHERE {held_here} FOR UPDATE SKIP LOCKED) RETURNING id"
                 )
             } else {
-                format!(
-                    "UPDATE jobs SET lease_until = $1 WHERE state = 'active' AND ({pairs}) RETURNING id"
-                )
+                format!("UPDATE jobs SET lease_until = $1 WHERE {held_here} RETURNING id")
             };
             let rows: Vec<(Uuid,)> = db_write!(self, |pool| {
                 let mut query = sqlx::query_as(sqlx::AssertSqlSafe(q.as_str())).bind(until);
@@ -322,7 +321,7 @@ impl Store {
                 .filter(|(id, _)| !extended.contains(id))
                 .copied()
                 .collect();
-            // Waiting (and SQLite's one writer): a row not extended is no longer ours.
+            // Waiting: a row not extended is no longer ours.
             let busy = if skip && !rest.is_empty() {
                 self.still_held(&rest).await?
             } else {

@@ -68,16 +68,24 @@ impl Leases {
             .await
         {
             Ok(renewal) => {
+                let tokens: HashMap<Uuid, Uuid> = held.into_iter().collect();
                 let mut map = self.map();
-                for (job, token) in held {
-                    let Some(entry) = map.get_mut(&job).filter(|(t, _)| *t == token) else {
-                        continue; // released (or re-held) meanwhile
-                    };
-                    if renewal.extended.contains(&job) {
+                // Only entries still under the token the renewal used (not released or
+                // re-held meanwhile).
+                let ours = |map: &HashMap<Uuid, (Uuid, Millis)>, job: &Uuid| {
+                    map.get(job).map(|(t, _)| t) == tokens.get(job)
+                };
+                for job in &renewal.extended {
+                    if ours(&map, job)
+                        && let Some(entry) = map.get_mut(job)
+                    {
                         entry.1 = entry.1.max(until);
-                    } else if renewal.lost.contains(&job) {
+                    }
+                }
+                for job in &renewal.lost {
+                    if ours(&map, job) {
                         tracing::warn!(job = %job, "a send lease was taken over; its worker stops");
-                        map.remove(&job);
+                        map.remove(job);
                     }
                 }
             }

@@ -138,11 +138,7 @@ async fn raw_execute(
     texts: &[&str],
 ) -> Result<u64, sqlx::Error> {
     use sqlx::Connection as _;
-    if let Some(schema) = &app.config.database_schema {
-        let mut conn = sqlx::PgConnection::connect(&app.config.database_url).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path TO {schema}")))
-            .execute(&mut conn)
-            .await?;
+    if let Some(mut conn) = crate::helpers::pg_schema_connection(app).await {
         let mut query = sqlx::query(q);
         for id in ids {
             query = query.bind(*id);

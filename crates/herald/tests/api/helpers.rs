@@ -294,15 +294,10 @@ pub fn error_fields(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Runs statements on a PostgreSQL app's own schema, bypassing the API (to install a fault,
-/// such as a trigger that stalls a transaction).
-pub async fn raw_sql(app: &TestApp, statements: &[&str]) {
+/// A connection to a PostgreSQL app's own schema, bypassing the app (`None` on SQLite).
+pub async fn pg_schema_connection(app: &TestApp) -> Option<sqlx::PgConnection> {
     use sqlx::Connection as _;
-    let schema = app
-        .config
-        .database_schema
-        .as_deref()
-        .expect("a PostgreSQL app has a schema of its own");
+    let schema = app.config.database_schema.as_deref()?;
     let mut conn = sqlx::PgConnection::connect(&app.config.database_url)
         .await
         .expect("connect");
@@ -310,6 +305,15 @@ pub async fn raw_sql(app: &TestApp, statements: &[&str]) {
         .execute(&mut conn)
         .await
         .expect("search path");
+    Some(conn)
+}
+
+/// Runs statements on a PostgreSQL app's own schema (to install a fault, such as a trigger
+/// that stalls a transaction).
+pub async fn raw_sql(app: &TestApp, statements: &[&str]) {
+    let mut conn = pg_schema_connection(app)
+        .await
+        .expect("a PostgreSQL app has a schema of its own");
     for q in statements {
         sqlx::query(sqlx::AssertSqlSafe(*q))
             .execute(&mut conn)
