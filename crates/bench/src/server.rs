@@ -29,6 +29,11 @@ impl Server {
             listen: "127.0.0.1:0".into(),
             data_dir: dir.path().to_path_buf(),
             rate_limit_per_minute: u32::MAX,
+            // `HERALD_BATCH_SCHEDULING=false` turns it off, as for `herald serve`.
+            batch_scheduling: !matches!(
+                std::env::var("HERALD_BATCH_SCHEDULING").as_deref(),
+                Ok("false" | "0" | "no")
+            ),
             ..Config::default()
         };
         let mut pg_schema = None;
@@ -77,6 +82,10 @@ impl Server {
         pg_schema: Option<(String, String)>,
         dir: tempfile::TempDir,
     ) -> anyhow::Result<Server> {
+        // As `herald serve` does (for the whole process: the server runs in it).
+        if config.batch_scheduling {
+            herald::scheduling::Governor::start();
+        }
         let app = Application::build(config.clone())
             .await
             .context("starting Herald")?;

@@ -6,7 +6,7 @@
 
 pub mod campaigns;
 pub mod contact_jobs;
-mod cpu_pool;
+pub mod cpu_pool;
 pub mod domains;
 pub mod feedback;
 mod job_lease;

@@ -67,6 +67,10 @@ pub struct Config {
     pub send_rate_per_second: u32,
     /// Concurrent deliveries of this node.
     pub send_concurrency: usize,
+    /// Linux: while the node delivers, run every thread of `herald serve` under
+    /// `SCHED_BATCH`, so a thread waking up does not preempt the signing threads
+    /// (scheduling.rs).
+    pub batch_scheduling: bool,
     /// Delivery attempts before a message fails for good.
     pub send_max_attempts: u32,
     /// First retry delay in seconds (doubled for each further attempt).
@@ -230,6 +234,7 @@ impl Default for Config {
             smtp_max_connections: herald_engine::DEFAULT_SMTP_MAX_CONNECTIONS,
             send_rate_per_second: 0,
             send_concurrency: herald_engine::DEFAULT_SEND_CONCURRENCY,
+            batch_scheduling: true,
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
             send_lease_secs: 10.0,

@@ -1,6 +1,7 @@
 //! The `herald` binary's library: configuration and the application (used by the CLI and by
 //! the black-box tests, which start it on port 0).
-// Unsafe only in `allocator.rs` (one allocator option, set through its C API).
+// Unsafe only in `allocator.rs` (one allocator option, set through its C API) and in
+// `scheduling.rs` (the threads' scheduling policy, through libc).
 #![deny(unsafe_code)]
 
 pub mod allocator;
@@ -8,6 +9,7 @@ pub mod app;
 pub mod config;
 pub mod edge_io;
 pub mod rotate;
+pub mod scheduling;
 pub mod server;
 
 pub use app::Application;

@@ -85,7 +85,7 @@ pub fn kill(mut child: Child) {
     child.wait().expect("reap");
 }
 
-async fn send_many(app: &TestApp, key: &str, n: usize) -> Vec<(String, String)> {
+pub async fn send_many(app: &TestApp, key: &str, n: usize) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for batch in 0..n.div_ceil(50) {
         let to: Vec<String> = (batch * 50..((batch + 1) * 50).min(n))

@@ -49,6 +49,8 @@ mod outbox;
 mod payments;
 mod plunk_node;
 mod retention;
+#[cfg(target_os = "linux")]
+mod scheduling;
 mod secrets;
 mod segments;
 mod sending;
