@@ -30,7 +30,7 @@ async fn a_node_turns_batch_while_it_delivers_and_normal_again_after() {
 async fn with_batch_scheduling_off_a_delivering_node_stays_normal() {
     let seen = deliver_watching_policies(Some("false")).await;
     assert_eq!(seen.at_start, vec![NORMAL]);
-    assert_eq!(seen.while_delivering, vec![NORMAL], "{seen:?}");
+    assert!(!seen.while_delivering.contains(&BATCH), "{seen:?}");
     assert_eq!(seen.idle_after, vec![NORMAL]);
 }
 
