@@ -29,11 +29,14 @@ impl Server {
             listen: "127.0.0.1:0".into(),
             data_dir: dir.path().to_path_buf(),
             rate_limit_per_minute: u32::MAX,
-            // `HERALD_BATCH_SCHEDULING=false` turns it off, as for `herald serve`.
-            batch_scheduling: !matches!(
-                std::env::var("HERALD_BATCH_SCHEDULING").as_deref(),
-                Ok("false" | "0" | "no")
-            ),
+            // `HERALD_BATCH_SCHEDULING` as `herald serve` reads it (the configuration's own
+            // parsing), and no other variable: the benchmark sets the rest itself.
+            batch_scheduling: Config::layered(None, |name| {
+                (name == "HERALD_BATCH_SCHEDULING")
+                    .then(|| std::env::var(name).ok())
+                    .flatten()
+            })?
+            .batch_scheduling,
             ..Config::default()
         };
         let mut pg_schema = None;
