@@ -19,6 +19,8 @@ use crate::Engine;
 
 /// How often every tracked dynamic segment is recomputed.
 pub const RECOMPUTE_INTERVAL: Duration = Duration::from_secs(300);
+/// How often the recompute loop reads the clock to see whether a recompute is due.
+const RECOMPUTE_POLL: Duration = Duration::from_secs(1);
 /// Lease of one claimed re-evaluation job.
 const LEASE_MS: i64 = 60_000;
 /// Jobs claimed at once.
@@ -45,12 +47,21 @@ pub async fn run_reevaluations(engine: Engine, mut shutdown: watch::Receiver<boo
     }
 }
 
-/// Recomputes every tracked dynamic segment every [`RECOMPUTE_INTERVAL`] until shutdown.
+/// Recomputes every tracked dynamic segment every [`RECOMPUTE_INTERVAL`] of the engine's
+/// clock until shutdown. The clock is looked at every [`RECOMPUTE_POLL`], so moving a test
+/// clock forward (or a system clock jumping) starts a recompute within that time.
 pub async fn run_recompute(engine: Engine, mut shutdown: watch::Receiver<bool>) {
+    let interval = i64::try_from(RECOMPUTE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
+    let mut due = engine.now().saturating_add(interval);
     loop {
-        if crate::sleep_or_shutdown(&mut shutdown, RECOMPUTE_INTERVAL).await {
+        if crate::sleep_or_shutdown(&mut shutdown, RECOMPUTE_POLL).await {
             return;
         }
+        let now = engine.now();
+        if now < due {
+            continue;
+        }
+        due = now.saturating_add(interval);
         if let Err(e) = engine.recompute_tracked_segments().await {
             tracing::error!(error = %e, "segment recompute failed; retrying later");
         }

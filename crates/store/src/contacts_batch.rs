@@ -136,6 +136,13 @@ pub async fn upsert_batch(
             }
         }
         crate::fields::record_types(tx, project_id, &types, now).await?;
+        // New contacts join tracked segments as an updated one does (its `apply_update`).
+        let new_ids: Vec<Uuid> = chunk
+            .iter()
+            .map(|r| r.new.id)
+            .filter(|id| inserted.contains(id))
+            .collect();
+        crate::segment_membership::enqueue_reevaluate(tx, project_id, &new_ids, now).await?;
         for row in chunk {
             if inserted.contains(&row.new.id) {
                 out.created += 1;

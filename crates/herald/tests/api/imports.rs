@@ -51,7 +51,7 @@ pub async fn wait_job(app: &TestApp, key: &str, path: &str) -> Vec<Value> {
 }
 
 /// Imports `csv` and waits for the job; returns its last state.
-async fn import(app: &TestApp, key: &str, csv: &str) -> Value {
+pub async fn import(app: &TestApp, key: &str, csv: &str) -> Value {
     let accepted = expect_json(post_import(app, key, csv.as_bytes().to_vec()).await, 202).await;
     let id = accepted["jobId"].as_str().expect("jobId");
     let seen = wait_job(app, key, &format!("/contacts/import/{id}")).await;

@@ -13,6 +13,7 @@ both_engines!(
     contacts_are_live_and_paged,
     static_members_add_and_remove_with_events,
     compute_records_entry_and_exit_refresh_only_counts,
+    imports_and_the_periodic_recompute_move_tracked_membership,
     segment_references_and_cycles,
     projects_never_see_each_others_segments,
 );
@@ -154,6 +155,46 @@ async fn bad_trees_are_422_with_the_node_path(engine: Engine) {
         .await;
         assert_eq!(error_fields(&e), [field], "{body}");
     }
+    // Limits: groups nest at most 8 levels, a tree holds at most 200 nodes.
+    let mut deep = plan_is("x");
+    for _ in 0..8 {
+        deep = json!({"operator": "AND", "conditions": [deep]});
+    }
+    let e = expect_error(
+        app.post("/segments", sk, &json!({"name": "deep", "filters": deep}))
+            .await,
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    let path = format!("filters{}", ".conditions.0".repeat(8));
+    assert_eq!(error_fields(&e), [path.as_str()], "{e}");
+    let wide =
+        json!({"operator": "OR", "conditions": vec![plan_is("x")["conditions"][0].clone(); 200]});
+    let e = expect_error(
+        app.post("/segments", sk, &json!({"name": "wide", "filters": wide}))
+            .await,
+        422,
+        "VALIDATION_ERROR",
+    )
+    .await;
+    assert_eq!(error_fields(&e), ["filters.conditions.199"], "{e}");
+    // A segment keeps its type, and a STATIC one takes no tree.
+    let st = create(&app, sk, &json!({"name": "st", "type": "STATIC"})).await;
+    let st_path = format!("/segments/{}", st["id"].as_str().unwrap());
+    for (body, field) in [
+        (json!({"type": "DYNAMIC", "filters": plan_is("x")}), "type"),
+        (json!({"filters": plan_is("x")}), "filters"),
+        (json!({"condition": plan_is("x")}), "condition"),
+    ] {
+        let e = expect_error(
+            app.patch(&st_path, sk, &body).await,
+            422,
+            "VALIDATION_ERROR",
+        )
+        .await;
+        assert_eq!(error_fields(&e), [field], "{body}");
+    }
     let e = expect_error(
         app.get(
             "/segments/00000000-0000-0000-0000-000000000000/contacts?pageSize=101",
@@ -281,6 +322,27 @@ async fn static_members_add_and_remove_with_events(engine: Engine) {
         member_emails(&app, sk, id).await,
         ["known@example.com", "new@example.com"]
     );
+    // `subscribed: false` applies to the contacts it created.
+    let found = expect_json(
+        app.post(
+            "/contacts/lookup",
+            sk,
+            &json!({"emails": ["new@example.com"]}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let created = expect_json(
+        app.get(
+            &format!("/contacts/{}", found["found"][0]["id"].as_str().unwrap()),
+            sk,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(created["subscribed"], false, "{created}");
     assert!(
         events_of(&app, sk, &ids[0])
             .await
@@ -439,6 +501,82 @@ async fn compute_records_entry_and_exit_refresh_only_counts(engine: Engine) {
         "CONFLICT",
     )
     .await;
+}
+
+async fn imports_and_the_periodic_recompute_move_tracked_membership(engine: Engine) {
+    let app = engine.app().await;
+    let sk = &app.project().await.secret_key;
+    let ids = contacts(&app, sk, &[("old@example.com", json!({"plan": "free"}))]).await;
+    let pro = create(
+        &app,
+        sk,
+        &json!({"name": "Pro", "filters": plan_is("pro"), "trackMembership": true}),
+    )
+    .await;
+    let pro_id = pro["id"].as_str().unwrap();
+    let recent = create(
+        &app,
+        sk,
+        &json!({"name": "Recent", "trackMembership": true, "filters": {"conditions": [
+            {"field": "updatedAt", "operator": "within", "value": 1, "unit": "days"}]}}),
+    )
+    .await;
+    let recent_id = recent["id"].as_str().unwrap();
+    for id in [pro_id, recent_id] {
+        expect_json(
+            app.post(&format!("/segments/{id}/compute"), sk, &json!({}))
+                .await,
+            200,
+        )
+        .await;
+    }
+    wait_member_count(&app, sk, pro_id, 0).await;
+    wait_member_count(&app, sk, recent_id, 1).await;
+
+    // An import: a new contact and an updated one both enter, without a recompute.
+    let job = crate::imports::import(
+        &app,
+        sk,
+        "email,plan\nnew@example.com,pro\nold@example.com,pro\n",
+    )
+    .await;
+    assert_eq!(job["result"]["created"], 1, "{job}");
+    assert_eq!(job["result"]["updated"], 1, "{job}");
+    wait_member_count(&app, sk, pro_id, 2).await;
+    wait_member_count(&app, sk, recent_id, 2).await;
+    assert!(
+        events_of(&app, sk, &ids[0])
+            .await
+            .contains("segment.pro.entry")
+    );
+    let found = expect_json(
+        app.post(
+            "/contacts/lookup",
+            sk,
+            &json!({"emails": ["new@example.com"]}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let new_id = found["found"][0]["id"].as_str().unwrap();
+    assert!(
+        events_of(&app, sk, new_id)
+            .await
+            .contains("segment.pro.entry")
+    );
+
+    // No write moves anyone out of "Recent": time does, through the periodic recompute,
+    // which follows the server's clock.
+    app.clock
+        .advance(std::time::Duration::from_secs(2 * 86_400));
+    wait_member_count(&app, sk, recent_id, 0).await;
+    assert!(
+        events_of(&app, sk, new_id)
+            .await
+            .contains("segment.recent.exit")
+    );
+    wait_member_count(&app, sk, pro_id, 2).await;
 }
 
 async fn segment_references_and_cycles(engine: Engine) {
