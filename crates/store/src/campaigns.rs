@@ -281,16 +281,41 @@ impl Store {
         rows_to_campaigns(rows)
     }
 
-    /// True when an active (SCHEDULED or SENDING) campaign targets the segment: its SEGMENT
-    /// audience, or a `segment.<id>` leaf of its FILTERED audience.
+    /// True when an active (SCHEDULED or SENDING) campaign's audience depends on the segment:
+    /// its SEGMENT audience, a `segment.<id>` leaf of its FILTERED audience, or a segment one
+    /// of those refers to in its own tree, at any depth. Trees are parsed with the project's
+    /// field types, as the fan-out parses them.
     pub async fn segment_in_use(&self, project_id: Uuid, segment_id: Uuid) -> StoreResult<bool> {
-        Ok(self.active_campaigns(project_id).await?.iter().any(|c| {
-            c.content.segment_id == Some(segment_id)
-                || c.content.audience_filter.as_ref().is_some_and(|raw| {
-                    herald_core::filter::Filter::parse(raw)
-                        .is_ok_and(|f| f.segment_refs().contains(&segment_id))
-                })
-        }))
+        let types = self.field_types(project_id).await?;
+        let refs = |raw: &Value| {
+            herald_core::filter::Filter::parse_with_types(raw, &|k| types.get(k).copied())
+                .map(|f| f.segment_refs())
+                .unwrap_or_default()
+        };
+        let mut pending: Vec<Uuid> = Vec::new();
+        for c in self.active_campaigns(project_id).await? {
+            pending.extend(c.content.segment_id);
+            pending.extend(
+                c.content
+                    .audience_filter
+                    .as_ref()
+                    .map(&refs)
+                    .unwrap_or_default(),
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        while let Some(id) = pending.pop() {
+            if id == segment_id {
+                return Ok(true);
+            }
+            if !seen.insert(id) {
+                continue;
+            }
+            if let Some(tree) = self.segment(project_id, id).await?.and_then(|s| s.filters) {
+                pending.extend(refs(&tree));
+            }
+        }
+        Ok(false)
     }
 
     /// Every campaign of the project whose audience filter is set (field usage).

@@ -168,6 +168,12 @@ async fn create_get_list_replace_duplicate_delete(engine: Engine) {
     for k in ["id", "name", "subject", "type", "status", "scheduledAt"] {
         assert!(item.get(k).is_some(), "list item lacks {k}: {item}");
     }
+    // `cursor` is taken as the page number: the second page holds the other campaign.
+    let second = expect_json(app.get("/campaigns?limit=1&cursor=2", sk).await, 200).await;
+    assert_eq!(second["page"], 2, "{second}");
+    let ids = [&list["campaigns"][0]["id"], &second["campaigns"][0]["id"]];
+    assert_ne!(ids[0], ids[1], "{list} {second}");
+    assert!(ids.contains(&&c["id"]) && ids.contains(&&copy["data"]["id"]));
     let drafts = expect_json(app.get("/campaigns?status=DRAFT", sk).await, 200).await;
     assert_eq!(drafts["total"], 2);
     let sent = expect_json(app.get("/campaigns?status=SENT", sk).await, 200).await;

@@ -21,6 +21,8 @@ mod attachments;
 mod billing;
 mod bulk;
 mod campaign_crash;
+mod campaign_schedule;
+mod campaign_stats;
 mod campaigns;
 mod contacts;
 mod crash;
