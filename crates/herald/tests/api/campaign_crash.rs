@@ -1,6 +1,7 @@
 //! Crash safety of campaigns: a `herald serve` process killed (SIGKILL) in the middle of a
-//! campaign's fan-out, and again while its messages are being delivered. After each restart
-//! every recipient is queued exactly once (one message per contact, none missing), and a
+//! 10,000-recipient campaign's fan-out, and again while its messages are being delivered.
+//! After each restart every subscribed recipient is queued exactly once (one message per
+//! contact, none missing, none for an unsubscribed contact), and a
 //! recipient is handed to the relay twice only if its message was in flight (at the relay,
 //! not yet recorded SENT) at a kill (DECISIONS.md "Delivery guarantees"). Two processes on one
 //! database deliver one large campaign together, each recipient exactly once.
@@ -21,7 +22,9 @@ both_engines!(
     two_nodes_deliver_a_large_campaign_once,
 );
 
-const CONTACTS: usize = 3000;
+const CONTACTS: usize = 10_000;
+/// Unsubscribed contacts beside the audience: never queued, never delivered.
+const UNSUBSCRIBED: usize = 500;
 const LEASE: Duration = Duration::from_secs(3);
 
 /// Every message of the campaign: (to, status), through the cursor-paged `/emails`.
@@ -80,6 +83,7 @@ async fn killed_during_fan_out_and_sending_queues_each_recipient_once(engine: En
         |i| json!({"n": i}),
     )
     .await;
+    seed_unsubscribed(&w.app, &w.project.id).await;
     let c = create(app, sk, &body("Crash me")).await;
     let id = c["id"].as_str().unwrap().to_owned();
     send_now(app, sk, &id).await;
@@ -89,7 +93,10 @@ async fn killed_during_fan_out_and_sending_queues_each_recipient_once(engine: En
 
     let queued = |c: &Value| c["totalRecipients"].as_u64().unwrap_or(0);
     let first = spawn_worker_with(&app.config, LEASE, &settings);
-    let at_kill = wait_campaign(app, sk, &id, Duration::from_secs(120), |c| queued(c) >= 300).await;
+    let at_kill = wait_campaign(app, sk, &id, Duration::from_secs(120), |c| {
+        queued(c) >= 1000
+    })
+    .await;
     kill(first);
     let mut in_flight = in_flight_after_kill(&w, &id).await;
     let at_first_kill = queued(&get(app, sk, &id).await);
@@ -141,8 +148,12 @@ async fn killed_during_fan_out_and_sending_queues_each_recipient_once(engine: En
     assert_eq!(distinct.len(), CONTACTS, "a recipient was queued twice");
     assert!(messages.iter().all(|(_, s)| s == "SENT"));
 
-    // Delivered at least once; twice only if in flight at a kill.
+    // Delivered at least once; twice only if in flight at a kill; never when unsubscribed.
     let counts = crate::mail_setup::deliveries(&w.sink);
+    assert!(
+        counts.keys().all(|r| !r.starts_with("unsub")),
+        "an unsubscribed contact got it"
+    );
     for i in 0..CONTACTS {
         let r = format!("r{i:05}@example.org");
         assert!(counts.contains_key(&r), "{r} never delivered");
@@ -184,8 +195,22 @@ async fn a_record_stalled_past_the_lease_makes_no_other_node_send_again() {
     two_nodes_deliver_once(&w, 5_000).await;
 }
 
-/// Seeds `n` subscribed contacts, runs two worker nodes on the app's database, sends a
-/// campaign to them all, and checks that each was handed to the relay exactly once.
+/// Seeds [`UNSUBSCRIBED`] unsubscribed contacts (`unsub…@example.org`) in the project.
+async fn seed_unsubscribed(app: &TestApp, project_id: &str) {
+    seed(
+        app,
+        project_id,
+        UNSUBSCRIBED,
+        false,
+        |i| format!("unsub{i:04}@example.org"),
+        |_| json!({}),
+    )
+    .await;
+}
+
+/// Seeds `n` subscribed contacts (and [`UNSUBSCRIBED`] unsubscribed ones), runs two worker
+/// nodes on the app's database, sends a campaign to them all, and checks that each subscribed
+/// contact was handed to the relay exactly once and no unsubscribed one at all.
 async fn two_nodes_deliver_once(w: &MailWorld, n: usize) {
     let (app, sk) = (&w.app, &w.project.secret_key);
     seed(
@@ -197,6 +222,7 @@ async fn two_nodes_deliver_once(w: &MailWorld, n: usize) {
         |_| json!({}),
     )
     .await;
+    seed_unsubscribed(&w.app, &w.project.id).await;
     let c = create(app, sk, &body("Everyone")).await;
     let id = c["id"].as_str().unwrap().to_owned();
     let settings = [("HERALD_CAMPAIGN_PAGE_SIZE", "500")];
@@ -219,7 +245,15 @@ async fn two_nodes_deliver_once(w: &MailWorld, n: usize) {
     }
     assert_eq!(done["totalRecipients"], n as u64);
     let counts = crate::mail_setup::deliveries(&w.sink);
-    assert_eq!(counts.len(), n, "every recipient got the campaign");
+    assert_eq!(
+        counts.len(),
+        n,
+        "every subscribed recipient got the campaign"
+    );
+    assert!(
+        counts.keys().all(|r| r.starts_with('n')),
+        "an unsubscribed contact got it"
+    );
     let repeated: Vec<_> = counts.iter().filter(|(_, n)| **n != 1).collect();
     assert!(
         repeated.is_empty(),

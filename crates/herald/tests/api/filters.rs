@@ -51,8 +51,9 @@ fn leaf(field: &str, op: &str, value: Value) -> Value {
 }
 
 async fn every_operator_selects_the_right_contacts(engine: Engine) {
-    let app = engine.app().await;
-    let sk = &app.project().await.secret_key;
+    // A mail world: `email.<status>` conditions need a real delivery and its feedback.
+    let w = crate::feedback::world(engine).await;
+    let (app, sk) = (&w.app, &w.project.secret_key);
     let now = app.clock.now();
     let day = |n: i64| herald_core::time::iso(now - n * 86_400_000);
     let people = [
@@ -195,6 +196,7 @@ async fn every_operator_selects_the_right_contacts(engine: Engine) {
             vec!["ann", "cid", "dan"],
         ),
         (leaf("email.opened", "triggered", Value::Null), vec![]),
+        (leaf("email.sent", "triggered", Value::Null), vec![]),
         (
             leaf(&format!("segment.{st_id}"), "memberOfSegment", Value::Null),
             vec!["cid"],
@@ -213,6 +215,28 @@ async fn every_operator_selects_the_right_contacts(engine: Engine) {
         ),
     ];
     for (tree, want) in cases {
-        assert_eq!(emails_of(&app, sk, &tree).await, want, "{tree}");
+        assert_eq!(emails_of(app, sk, &tree).await, want, "{tree}");
+    }
+
+    // One message to cid, delivered to the sink and then opened: `email.<status>` leaves
+    // select it by the message's events.
+    let ids = crate::feedback::sent(&w, &["cid@example.com"]).await;
+    let open = json!({"type": "open", "messageId": ids[0]});
+    expect_json(crate::feedback::notify(app, &open).await, 200).await;
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (leaf("email.sent", "triggered", Value::Null), vec!["cid"]),
+        (leaf("email.opened", "triggered", Value::Null), vec!["cid"]),
+        (
+            leaf("email.opened", "triggeredWithin", json!(1)),
+            vec!["cid"],
+        ),
+        (
+            leaf("email.opened", "notTriggered", Value::Null),
+            vec!["ann", "bob", "dan"],
+        ),
+        (leaf("email.clicked", "triggered", Value::Null), vec![]),
+    ];
+    for (tree, want) in cases {
+        assert_eq!(emails_of(app, sk, &tree).await, want, "{tree}");
     }
 }
