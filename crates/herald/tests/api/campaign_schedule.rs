@@ -10,7 +10,7 @@ use herald_core::clock::Clock;
 use serde_json::{Value, json};
 
 use crate::both_engines;
-use crate::campaigns::{body, create, get, seed, send_now, wait_campaign};
+use crate::campaigns::{body, create, get, schedule, seed, send_now, wait_campaign};
 use crate::helpers::{Engine, TestApp, expect_error, expect_json};
 use crate::mail_setup::{deliveries, mail_world};
 
@@ -59,18 +59,7 @@ async fn a_scheduled_campaign_holds_its_segments_until_cancelled(engine: Engine)
     b["audienceType"] = json!("FILTERED");
     b["audienceFilter"] = member_of(&via);
     let id = create(app, sk, &b).await["id"].as_str().unwrap().to_owned();
-    let at = herald_core::time::iso(app.clock.now() + 3_600_000);
-    let scheduled = expect_json(
-        app.post(
-            &format!("/campaigns/{id}/send"),
-            sk,
-            &json!({"scheduledFor": at}),
-        )
-        .await,
-        200,
-    )
-    .await;
-    assert_eq!(scheduled["data"]["status"], "SCHEDULED");
+    schedule(app, sk, &id, app.clock.now() + 3_600_000).await;
 
     expect_error(
         app.delete(&format!("/campaigns/{id}"), sk).await,

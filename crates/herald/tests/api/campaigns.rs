@@ -61,6 +61,23 @@ pub async fn send_now(app: &TestApp, key: &str, id: &str) -> Value {
     .await
 }
 
+/// `POST /campaigns/{id}/send` with `scheduledFor` at `at` (ms); returns the campaign, which
+/// must be SCHEDULED.
+pub async fn schedule(app: &TestApp, key: &str, id: &str, at: i64) -> Value {
+    let scheduled = expect_json(
+        app.post(
+            &format!("/campaigns/{id}/send"),
+            key,
+            &json!({"scheduledFor": herald_core::time::iso(at)}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(scheduled["data"]["status"], "SCHEDULED", "{scheduled}");
+    scheduled["data"].clone()
+}
+
 /// Polls the campaign until `done` holds (or panics after `timeout`).
 pub async fn wait_campaign(
     app: &TestApp,
@@ -439,18 +456,7 @@ async fn segment_and_filtered_audiences(engine: Engine) {
     let c = create(app, sk, &b).await;
     let id = c["id"].as_str().unwrap().to_owned();
     // Scheduled: the segment is in use by an active campaign and cannot be deleted.
-    let later = herald_core::time::iso(app.clock.now() + 3_600_000);
-    let scheduled = expect_json(
-        app.post(
-            &format!("/campaigns/{id}/send"),
-            sk,
-            &json!({"scheduledFor": later}),
-        )
-        .await,
-        200,
-    )
-    .await;
-    assert_eq!(scheduled["data"]["status"], "SCHEDULED");
+    schedule(app, sk, &id, app.clock.now() + 3_600_000).await;
     expect_error(
         app.delete(&format!("/segments/{seg_id}"), sk).await,
         409,
@@ -531,19 +537,9 @@ async fn scheduled_send_waits_for_the_clock(engine: Engine) {
     let c = create(app, sk, &body("Later")).await;
     let id = c["id"].as_str().unwrap();
     let at = app.clock.now() + 2 * 86_400_000;
-    let scheduled = expect_json(
-        app.post(
-            &format!("/campaigns/{id}/send"),
-            sk,
-            &json!({"scheduledFor": herald_core::time::iso(at)}),
-        )
-        .await,
-        200,
-    )
-    .await;
-    assert_eq!(scheduled["data"]["status"], "SCHEDULED");
+    let scheduled = schedule(app, sk, id, at).await;
     assert_eq!(
-        scheduled["data"]["scheduledAt"],
+        scheduled["scheduledAt"],
         herald_core::time::iso(at).as_str()
     );
     let upcoming = expect_json(app.get("/activity/upcoming", sk).await, 200).await;

@@ -252,6 +252,18 @@ impl TestApp {
         );
         res.json().await.expect("json")
     }
+
+    /// The contact with `email` (`POST /contacts/lookup`, then `GET /contacts/:id`).
+    pub async fn contact_by_email(&self, key: &str, email: &str) -> Value {
+        let found = expect_json(
+            self.post("/contacts/lookup", key, &json!({"emails": [email]}))
+                .await,
+            200,
+        )
+        .await;
+        let id = found["found"][0]["id"].as_str().expect("found").to_owned();
+        expect_json(self.get(&format!("/contacts/{id}"), key).await, 200).await
+    }
 }
 
 /// Reads a JSON body, asserting the status first (the body is printed when it differs).

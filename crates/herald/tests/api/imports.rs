@@ -58,17 +58,6 @@ pub async fn import(app: &TestApp, key: &str, csv: &str) -> Value {
     seen.last().cloned().expect("a poll")
 }
 
-async fn contact_by_email(app: &TestApp, key: &str, email: &str) -> Value {
-    let found = expect_json(
-        app.post("/contacts/lookup", key, &json!({"emails": [email]}))
-            .await,
-        200,
-    )
-    .await;
-    let id = found["found"][0]["id"].as_str().expect("found").to_owned();
-    expect_json(app.get(&format!("/contacts/{id}"), key).await, 200).await
-}
-
 async fn an_import_adds_good_rows_and_reports_bad_ones_by_line(engine: Engine) {
     let app = engine.app().await;
     let p = app.project().await;
@@ -107,20 +96,20 @@ async fn an_import_adds_good_rows_and_reports_bad_ones_by_line(engine: Engine) {
             .contains("duplicate")
     );
 
-    let ann = contact_by_email(&app, sk, "ann@example.com").await;
+    let ann = app.contact_by_email(sk, "ann@example.com").await;
     assert_eq!(ann["subscribed"], true);
     assert_eq!(
         ann["data"],
         json!({"plan": "pro", "seats": 5, "vip": true, "note": "Oslo, Norway\r\nsecond line"})
     );
-    let old = contact_by_email(&app, sk, "old@example.com").await;
+    let old = app.contact_by_email(sk, "old@example.com").await;
     assert_eq!(old["subscribed"], true, "the flip is applied");
     assert_eq!(
         old["data"],
         json!({"plan": "team", "keep": 1}),
         "data merges"
     );
-    let cid = contact_by_email(&app, sk, "cid@example.com").await;
+    let cid = app.contact_by_email(sk, "cid@example.com").await;
     assert_eq!(
         cid["subscribed"], true,
         "new contacts default to subscribed"

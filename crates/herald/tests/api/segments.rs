@@ -323,25 +323,7 @@ async fn static_members_add_and_remove_with_events(engine: Engine) {
         ["known@example.com", "new@example.com"]
     );
     // `subscribed: false` applies to the contacts it created.
-    let found = expect_json(
-        app.post(
-            "/contacts/lookup",
-            sk,
-            &json!({"emails": ["new@example.com"]}),
-        )
-        .await,
-        200,
-    )
-    .await;
-    let created = expect_json(
-        app.get(
-            &format!("/contacts/{}", found["found"][0]["id"].as_str().unwrap()),
-            sk,
-        )
-        .await,
-        200,
-    )
-    .await;
+    let created = app.contact_by_email(sk, "new@example.com").await;
     assert_eq!(created["subscribed"], false, "{created}");
     assert!(
         events_of(&app, sk, &ids[0])
@@ -549,17 +531,8 @@ async fn imports_and_the_periodic_recompute_move_tracked_membership(engine: Engi
             .await
             .contains("segment.pro.entry")
     );
-    let found = expect_json(
-        app.post(
-            "/contacts/lookup",
-            sk,
-            &json!({"emails": ["new@example.com"]}),
-        )
-        .await,
-        200,
-    )
-    .await;
-    let new_id = found["found"][0]["id"].as_str().unwrap();
+    let new = app.contact_by_email(sk, "new@example.com").await;
+    let new_id = new["id"].as_str().unwrap();
     assert!(
         events_of(&app, sk, new_id)
             .await
