@@ -16,11 +16,11 @@
 use std::time::Duration;
 
 use herald_core::billing::Category;
-use herald_core::campaign::{AudienceType, CampaignStatus};
+use herald_core::campaign::CampaignStatus;
 use herald_core::email::EmailAddress;
 use herald_core::filter::Filter;
 use herald_core::ids::Uuid;
-use herald_store::audience::{Audience, member_of};
+use herald_store::audience::Audience;
 use herald_store::campaigns::{self as store_campaigns, Campaign, FANOUT_JOB, PageRecord};
 use herald_store::contacts::Contact;
 use herald_store::jobs::{self, Job};
@@ -319,28 +319,14 @@ fn max_attempts(engine: &Engine) -> i32 {
     i32::try_from(engine.settings.send_max_attempts).unwrap_or(i32::MAX)
 }
 
-/// The campaign's audience filter (`None`: every contact).
+/// The campaign's audience filter (`None`: every contact); an audience that no longer
+/// resolves is an error of the fan-out.
 async fn audience_filter(engine: &Engine, campaign: &Campaign) -> StoreResult<Option<Filter>> {
-    let c = &campaign.content;
-    Ok(match c.audience_type {
-        AudienceType::All => None,
-        AudienceType::Segment => {
-            let id = c
-                .segment_id
-                .ok_or_else(|| invalid("a SEGMENT audience names no segment"))?;
-            Some(member_of(id))
-        }
-        AudienceType::Filtered => {
-            let raw = c
-                .audience_filter
-                .as_ref()
-                .ok_or_else(|| invalid("a FILTERED audience has no filter"))?;
-            let types = engine.store.field_types(campaign.project_id).await?;
-            let tree = Filter::parse_with_types(raw, &|k| types.get(k).copied())
-                .map_err(|e| invalid(&format!("the audience filter no longer parses: {e}")))?;
-            Some(tree)
-        }
-    })
+    engine
+        .store
+        .campaign_audience(campaign)
+        .await?
+        .map_err(|why| invalid(&why))
 }
 
 /// The campaign's audience filter and its message, resolved once per fan-out run (a SENDING

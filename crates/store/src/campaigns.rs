@@ -11,11 +11,14 @@ mod fanout;
 mod lifecycle;
 
 use herald_core::campaign::{AudienceType, CampaignStatus};
+use herald_core::filter::Filter;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
 use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
+
+use crate::audience::member_of;
 
 pub use fanout::{FANOUT_JOB, PageRecord, finish_sent, give_up, record_page, start_if_due};
 pub use lifecycle::{CancelOutcome, DeleteOutcome, Outcome, SendOutcome, status_in_tx};
@@ -281,38 +284,45 @@ impl Store {
         rows_to_campaigns(rows)
     }
 
+    /// The campaign's audience as a filter tree (`None`: every contact), parsed with the
+    /// project's field types; `Err` says why the audience no longer resolves (a SEGMENT
+    /// audience without its segment id, a FILTERED one whose tree no longer parses).
+    pub async fn campaign_audience(
+        &self,
+        campaign: &Campaign,
+    ) -> StoreResult<Result<Option<Filter>, String>> {
+        let c = &campaign.content;
+        Ok(match c.audience_type {
+            AudienceType::All => Ok(None),
+            AudienceType::Segment => c
+                .segment_id
+                .map(|id| Some(member_of(id)))
+                .ok_or_else(|| "a SEGMENT audience names no segment".to_owned()),
+            AudienceType::Filtered => match &c.audience_filter {
+                None => Err("a FILTERED audience has no filter".to_owned()),
+                Some(raw) => {
+                    let types = self.field_types(campaign.project_id).await?;
+                    Filter::parse_with_types(raw, &|k| types.get(k).copied())
+                        .map(Some)
+                        .map_err(|e| format!("the audience filter no longer parses: {e}"))
+                }
+            },
+        })
+    }
+
     /// True when an active (SCHEDULED or SENDING) campaign's audience depends on the segment:
     /// its SEGMENT audience, a `segment.<id>` leaf of its FILTERED audience, or a segment one
-    /// of those refers to in its own tree, at any depth. Trees are parsed with the project's
-    /// field types, as the fan-out parses them.
+    /// of those refers to in its own tree, at any depth (the segments its audience compiles
+    /// with, [`Store::segment_defs`]).
     pub async fn segment_in_use(&self, project_id: Uuid, segment_id: Uuid) -> StoreResult<bool> {
-        let types = self.field_types(project_id).await?;
-        let refs = |raw: &Value| {
-            herald_core::filter::Filter::parse_with_types(raw, &|k| types.get(k).copied())
-                .map(|f| f.segment_refs())
-                .unwrap_or_default()
-        };
-        let mut pending: Vec<Uuid> = Vec::new();
-        for c in self.active_campaigns(project_id).await? {
-            pending.extend(c.content.segment_id);
-            pending.extend(
-                c.content
-                    .audience_filter
-                    .as_ref()
-                    .map(&refs)
-                    .unwrap_or_default(),
-            );
-        }
-        let mut seen = std::collections::HashSet::new();
-        while let Some(id) = pending.pop() {
-            if id == segment_id {
+        for campaign in self.active_campaigns(project_id).await? {
+            if let Ok(Some(audience)) = self.campaign_audience(&campaign).await?
+                && self
+                    .segment_defs(project_id, &audience)
+                    .await?
+                    .contains_key(&segment_id)
+            {
                 return Ok(true);
-            }
-            if !seen.insert(id) {
-                continue;
-            }
-            if let Some(tree) = self.segment(project_id, id).await?.and_then(|s| s.filters) {
-                pending.extend(refs(&tree));
             }
         }
         Ok(false)
