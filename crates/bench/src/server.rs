@@ -86,9 +86,7 @@ impl Server {
         dir: tempfile::TempDir,
     ) -> anyhow::Result<Server> {
         // As `herald serve` does (for the whole process: the server runs in it).
-        if config.batch_scheduling {
-            herald::scheduling::Governor::start();
-        }
+        herald::scheduling::Governor::start_if_enabled(&config);
         let app = Application::build(config.clone())
             .await
             .context("starting Herald")?;

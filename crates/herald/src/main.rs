@@ -62,10 +62,8 @@ async fn run() -> anyhow::Result<()> {
     }
     match cli.command {
         Command::Serve => {
-            if config.batch_scheduling {
-                // Batch threads while the node delivers (scheduling.rs).
-                herald::scheduling::Governor::start();
-            }
+            // Batch threads while the node delivers (scheduling.rs).
+            herald::scheduling::Governor::start_if_enabled(&config);
             let app = Application::build(config).await?;
             app.run_until_stopped(shutdown_signal()).await?;
         }

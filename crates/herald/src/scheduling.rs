@@ -65,8 +65,16 @@ impl Policy {
 pub struct Governor;
 
 impl Governor {
+    /// Starts the governor when the configuration asks for it (`batch_scheduling`), as
+    /// `herald serve` and the benchmark's in-process servers do.
+    pub fn start_if_enabled(config: &crate::Config) {
+        if config.batch_scheduling {
+            Governor::start();
+        }
+    }
+
     /// Starts the governor on the current Tokio runtime, unless one runs already.
-    pub fn start() {
+    fn start() {
         static STARTED: OnceLock<()> = OnceLock::new();
         if STARTED.set(()).is_ok() {
             tokio::spawn(govern());
