@@ -22,19 +22,18 @@ use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
 /// SQLite page cache of the writer and of each reader (`cache_size`, negative: KiB). Small on
 /// purpose: pages a connection's cache misses come from the kernel's page cache (a `pread`
 /// copy), and every connection's cache is its own (up to ten connections per process), so
-/// large ones cost resident memory without speed. Measured with `herald-bench` (2026-11-25,
-/// docs/benchmarks.md): 32 MB caches against these, import at 1,000,000 contacts 135-137k
-/// against 145-161k rows/s, the segment count 147 against 72-75 ms, `/v1/track` equal, and
-/// the peak RSS of a campaign's delivery about 30 MB lower.
+/// large ones cost resident memory without speed: 32 MB caches added about 30 MB to a
+/// delivering node's peak RSS and made no benchmark faster (the import and the segment count
+/// were slower; docs/benchmarks.md, `campaign`).
 const WRITER_CACHE_KIB: &str = "-8000";
 const READER_CACHE_KIB: &str = "-4000";
 
 /// Prepared statements each PostgreSQL connection keeps (sqlx's default is 100). The
 /// multi-row statements of the fan-out and of the delivery recorder have a text of their own
-/// for every row count, up to 2,100 parameters each, so the cache filled with them: with 100,
-/// a node delivering a 1,000,000-contact campaign peaked at 116 MB; with 16, 77 MB, at the same
-/// speed (2,971 against 3,001 delivered/s; docs/benchmarks.md, 2026-11-26). A statement not
-/// cached costs one more round trip to be prepared, as the cache's churn did already.
+/// for every row count, up to 2,100 parameters each, so a larger cache fills with them: 100
+/// cost a delivering node about 40 MB of its peak RSS at the same speed (docs/benchmarks.md,
+/// `campaign`). A statement not cached costs one more round trip to be prepared, as the
+/// cache's churn did already.
 const PG_STATEMENT_CACHE: usize = 16;
 
 #[derive(Clone)]

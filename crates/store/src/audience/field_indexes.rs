@@ -6,8 +6,8 @@
 //! Why this shape: a count such as `plan = "pro" AND login within 30 days` starts from the
 //! event's index range and looks each contact up by `(project_id, id)`; with the field's
 //! value and type in that index, the lookup answers the field's condition from the index
-//! alone, without reading and parsing the contact's `data` (434 ms -> see
-//! docs/segments.md). A field condition without an event condition can scan it too.
+//! alone, without reading and parsing the contact's `data` (docs/benchmarks.md, `segments`).
+//! A field condition without an event condition can scan it too.
 //!
 //! Creating an index also runs `ANALYZE contacts`: the planner picks the index by the table's
 //! statistics (at 1,000,000 contacts it does: `herald-bench segments`; on a small table it may
