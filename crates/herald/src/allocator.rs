@@ -3,9 +3,9 @@
 //! mimalloc 3 keeps freed pages committed for `purge_delay` = 1 s before it returns them (and
 //! its arenas ten times longer). Under a steady stream of short-lived allocations (a
 //! campaign's fan-out pages while its deliveries compose and sign) that second of garbage
-//! stays resident: a 100,000-recipient campaign peaked at 130-150 MB, against 108-110 MB with
-//! immediate purging, at the same delivered/s and `/v1/track` throughput (docs/benchmarks.md,
-//! 2026-11-25). [`purge_freed_memory_promptly`] makes immediate purging the default; the
+//! stays resident: tens of MB of a delivering node's peak, while purging at once costs no
+//! delivered/s or `/v1/track` throughput (docs/benchmarks.md, `campaign`).
+//! [`purge_freed_memory_promptly`] makes immediate purging the default; the
 //! environment variable `MIMALLOC_PURGE_DELAY` (milliseconds) still overrides it.
 
 /// `mi_option_purge_delay` in mimalloc 3's `mi_option_t` (`mimalloc.h`); `libmimalloc-sys`
@@ -38,10 +38,10 @@ fn purge_freed_memory_promptly() {
 
 /// SQLite's own allocations (page caches, statements, schemas) go to mimalloc too, not to
 /// the C library's malloc: there, with one SQLite connection thread per connection, the
-/// per-thread arenas fragmented, and a delivering node's RSS crept up by about 2 MB per
-/// 100,000 deliveries while SQLite's memory in use stayed at 16 MB (docs/benchmarks.md,
-/// 2026-11-25 evening). Call before the first SQLite connection opens (SQLite takes the
-/// setting only before it initializes); without the `mimalloc` feature it does nothing.
+/// per-thread arenas fragmented, and a delivering node's RSS crept up with every delivery
+/// while SQLite's memory in use stayed flat (docs/benchmarks.md, `campaign`). Call before the
+/// first SQLite connection opens (SQLite takes the setting only before it initializes);
+/// without the `mimalloc` feature it does nothing.
 fn sqlite_allocates_with_mimalloc() {
     #[cfg(feature = "mimalloc")]
     {

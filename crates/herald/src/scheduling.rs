@@ -6,10 +6,11 @@
 //! channel, a finished statement: thousands of times a second) the kernel preempted a signing
 //! thread for it. A batch thread that wakes up does not preempt the thread running; it runs
 //! when that thread's time slice ends (a few milliseconds at most), together with whatever
-//! else became ready meanwhile. Measured (docs/benchmarks.md, 2026-11-26): the signing
-//! threads' involuntary switches fell by four fifths, the Tokio workers' wake-ups by three
-//! quarters, a campaign's delivery gained 8-9% per second, and `/v1/send` accepted about 40%
-//! more requests per second while the workers delivered.
+//! else became ready meanwhile. Where signing is slow enough for the signing threads to be
+//! preempted more than once per message, their involuntary switches fell by four fifths, the
+//! Tokio workers' wake-ups by three quarters, a campaign's delivery gained 8-15% per second,
+//! and `/v1/send` accepted about a third more requests per second while the workers delivered
+//! (docs/benchmarks.md, `send`).
 //!
 //! Why not always: with nothing to sign, batch threads gain nothing, and a request's thread no
 //! longer preempts other programs on the machine when it wakes up: with the load generator on
