@@ -108,11 +108,10 @@ impl std::fmt::Debug for EngineSettings {
 }
 
 /// Deliveries of a node in flight at once, and connections to the relay. 64 and 32 rather
-/// than 32 and 16 since 2026-11-26: more deliveries in flight delivered more in every session
-/// that compared them (a 1,000,000-contact campaign 3,051 against 2,608 messages/s, though a
-/// later pair on a slower moment of the same machine came out even), while `/v1/send`
-/// accepted during delivery still 0.64-0.90 of the perf baseline's `/sqlite` (target 0.50;
-/// docs/benchmarks.md, "Delivery concurrency").
+/// than 32 and 16: more deliveries in flight fill the time a delivery waits for the relay or
+/// the recorder (a 1,000,000-contact campaign delivered about a sixth more per second), while
+/// `/v1/send` accepted during delivery stays near or above its target, 0.50 of the perf
+/// baseline's `/sqlite` (docs/benchmarks.md, `send` and `send --concurrent`).
 pub const DEFAULT_SEND_CONCURRENCY: usize = 64;
 pub const DEFAULT_SMTP_MAX_CONNECTIONS: usize = 32;
 
