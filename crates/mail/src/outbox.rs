@@ -14,7 +14,7 @@
 //!   retries write them again). Why one thread: with a blocking task per delivery, 32
 //!   deliveries created files in one directory at once, and the kernel's directory lock and
 //!   inode allocation took about a fifth of both cores, more than the DKIM signatures
-//!   (`perf`, docs/benchmarks.md "Acceptance while delivering").
+//!   (`perf`; docs/benchmarks.md, `send --concurrent`).
 
 use std::fs::File;
 use std::io::{self, Write as _};

@@ -4,9 +4,9 @@
 //! With PIPELINING (RFC 2920) offered by the relay, `MAIL`, every `RCPT` and `DATA` go out in
 //! one write and their replies are read in order; the message, dot-stuffed, and its
 //! terminating `.` go in a second write. Without it, one command per round trip, as lettre
-//! does. Measured (docs/benchmarks.md, 2026-11-26): lettre's own transaction wrote five times
-//! and waited for four replies per message, and those sends were about 9% of all CPU of a
-//! delivering node.
+//! does. Why: lettre's own transaction wrote five times and waited for four replies per
+//! message, and those sends were about a tenth of a delivering node's CPU
+//! (docs/benchmarks.md, `send`).
 //!
 //! Whatever the mode, a failure ends the connection (the caller aborts it): replies still in
 //! flight are never mistaken for the next transaction's, and a message whose `DATA` was
