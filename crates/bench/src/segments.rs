@@ -62,7 +62,7 @@ pub async fn run(opts: &SegmentsOptions) -> anyhow::Result<()> {
 
 /// Prints the best and the median of seven counts (`Store::count_matching`, what
 /// `memberCount` and the campaign audience use): single counts on a shared machine spread
-/// widely (on 2026-11-25, 161 to 1,779 ms for the same query in one run).
+/// widely (tenfold for the same query within one run).
 async fn time_count(
     store: &Store,
     project: uuid::Uuid,
@@ -107,7 +107,7 @@ async fn settle_wal(conn: &mut sqlx::SqliteConnection) -> anyhow::Result<()> {
 /// subscribed) and their `login` / `page_view` events: what the segment and campaign
 /// benchmarks run on. Contact ids are time-ordered, as Herald's own (UUIDv7: a millisecond
 /// timestamp first), one millisecond apart, so id order is insertion order as in a database
-/// Herald filled; random ids (the seed before 2026-11-26) scatter a keyset page over the table.
+/// Herald filled; random ids would scatter a keyset page over the table.
 pub struct Seeded {
     pub store: Store,
     pub conn: sqlx::SqliteConnection,
