@@ -128,8 +128,8 @@ pub fn path_id(raw: &str, code: &'static str, what: &str) -> Result<Uuid, ApiErr
     herald_core::ids::parse_id(raw).ok_or_else(|| ApiError::not_found(code, what))
 }
 
-/// The raw query string as key/value pairs, for handlers that validate each parameter
-/// themselves (so a bad `limit` is reported on the field `limit`).
+/// The raw query string as key/value pairs, for a handler whose parameters are another
+/// party's (the OAuth callback); list routes use a typed [`Query`](crate::query::Query).
 pub struct RawQuery(pub Vec<(String, String)>);
 
 impl<S: Send + Sync> FromRequestParts<S> for RawQuery {
@@ -155,7 +155,7 @@ pub async fn refuse_nul_in_url(req: Request, next: Next) -> Response {
 
 /// The decoded query pairs, or the 422 for the first parameter holding a NUL or given more
 /// than once (every parameter takes one value, so a repeated one is ambiguous, not ignored).
-fn checked_query(q: &str) -> Result<Vec<(String, String)>, ApiError> {
+pub(crate) fn checked_query(q: &str) -> Result<Vec<(String, String)>, ApiError> {
     let pairs = form_pairs(q);
     if let Some((k, _)) = pairs
         .iter()
@@ -226,42 +226,6 @@ impl RawQuery {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
-    }
-
-    /// An integer parameter read from `key`, or from `alias` when only that is given (clients
-    /// written for another API send it: `cursor` for `page`, `pageSize` for `limit`). Both are
-    /// checked whenever they are given, so a bad one is never silently ignored.
-    pub fn int_or_alias(
-        &self,
-        key: &str,
-        alias: &str,
-        default: u32,
-        min: u32,
-        max: u32,
-    ) -> Result<u32, ApiError> {
-        let from_alias = self.int(alias, default, min, max)?;
-        let from_key = self.int(key, default, min, max)?;
-        let given = |k: &str| self.get(k).is_some_and(|v| !v.is_empty());
-        Ok(if given(alias) && !given(key) {
-            from_alias
-        } else {
-            from_key
-        })
-    }
-
-    /// An integer parameter in `min..=max`, `default` when absent.
-    pub fn int(&self, key: &str, default: u32, min: u32, max: u32) -> Result<u32, ApiError> {
-        match self.get(key) {
-            None | Some("") => Ok(default),
-            Some(v) => match v.parse::<u32>() {
-                Ok(n) if (min..=max).contains(&n) => Ok(n),
-                _ => Err(ApiError::field(
-                    key,
-                    format!("{key} must be an integer from {min} to {max}"),
-                    "out_of_range",
-                )),
-            },
-        }
     }
 }
 

@@ -15,6 +15,7 @@ pub mod oauth;
 pub mod openapi;
 mod openapi_requests;
 pub mod pages;
+pub mod query;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;

@@ -9,15 +9,15 @@ use axum::Json;
 use axum::extract::State;
 use herald_core::time::iso;
 use herald_store::feed::{FeedEntry, FeedFilter, TRACKED_TYPE};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::RawQuery;
+use crate::query::{Bounded, Limit, Query, text};
 use crate::routes::campaigns::CampaignSummary;
 use crate::routes::contacts::{decode_cursor, encode_cursor};
 use crate::routes::workflows::ExecutionResponse;
@@ -98,24 +98,35 @@ pub struct Upcoming {
     pub executions: Vec<ExecutionResponse>,
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+struct ActivityQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit,
+    cursor: Option<String>,
+    /// only entries of this type: a system event such as email.open, domain.verified, or
+    /// event (tracked events)
+    r#type: Option<String>,
+    /// only this contact's events
+    contact_id: Option<String>,
+}
+
 /// The project's activity, newest first, by cursor.
-#[utoipa::path(get, path = "/activity", tag = "activity",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"),
-        ("cursor" = Option<String>, Query),
-        ("type" = Option<String>, Query, description = "only entries of this type: a system event such as email.open, domain.verified, or event (tracked events)"),
-        ("contactId" = Option<String>, Query, description = "only this contact's events")),
+#[utoipa::path(get, path = "/activity", tag = "activity", params(ActivityQuery),
     responses((status = 200, body = ActivityList), (status = 422)))]
 async fn list_activity(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<ActivityQuery>,
 ) -> ApiResult<Json<ActivityList>> {
-    let limit = q.int("limit", 20, 1, 100)?;
-    let before = match q.get("cursor").filter(|c| !c.is_empty()) {
+    let limit = q.limit.get();
+    let before = match text(&q.cursor) {
         Some(c) => Some(decode_cursor(auth.id(), c)?),
         None => None,
     };
-    let kind = q.get("type").map(str::trim).filter(|t| !t.is_empty());
+    let kind = q.r#type.as_deref().map(str::trim).filter(|t| !t.is_empty());
     if kind.is_some_and(|t| t.len() > 100) {
         return Err(ApiError::field(
             "type",
@@ -123,7 +134,12 @@ async fn list_activity(
             "too_long",
         ));
     }
-    let contact_id = match q.get("contactId").map(str::trim).filter(|c| !c.is_empty()) {
+    let contact_id = match q
+        .contact_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
         Some(raw) => Some(herald_core::ids::parse_id(raw).ok_or_else(|| {
             ApiError::field("contactId", "contactId is not a contact id", "invalid_id")
         })?),
@@ -157,30 +173,45 @@ async fn activity_types(
     }))
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct StatsQuery {
+    #[serde(default)]
+    #[param(inline)]
+    days: Bounded<1, 365, 7>,
+}
+
 /// Entries per type over the last `days` days, as a flat object `{type: count}`.
-#[utoipa::path(get, path = "/activity/stats", tag = "activity",
-    params(("days" = Option<u32>, Query, minimum = 1, maximum = 365, description = "1..365, default 7")),
+#[utoipa::path(get, path = "/activity/stats", tag = "activity", params(StatsQuery),
     responses((status = 200, body = BTreeMap<String, i64>), (status = 422)))]
 async fn activity_stats(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<StatsQuery>,
 ) -> ApiResult<Json<BTreeMap<String, i64>>> {
-    let days = q.int("days", 7, 1, 365)?;
+    let days = q.days.get();
     let since = state.engine.now() - i64::from(days) * 86_400_000;
     Ok(Json(state.store.feed_counts(auth.id(), since).await?))
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct RecentQuery {
+    /// at most a week
+    #[serde(default)]
+    #[param(inline)]
+    minutes: Bounded<1, 10_080, 60>,
+}
+
 /// How many entries the last `minutes` minutes brought.
-#[utoipa::path(get, path = "/activity/recent-count", tag = "activity",
-    params(("minutes" = Option<u32>, Query, minimum = 1, maximum = 10080, description = "1..10080, default 60")),
+#[utoipa::path(get, path = "/activity/recent-count", tag = "activity", params(RecentQuery),
     responses((status = 200, body = RecentCount), (status = 422)))]
 async fn recent_count(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<RecentQuery>,
 ) -> ApiResult<Json<RecentCount>> {
-    let minutes = q.int("minutes", 60, 1, 10_080)?;
+    let minutes = q.minutes.get();
     let since = state.engine.now() - i64::from(minutes) * 60_000;
     Ok(Json(RecentCount {
         count: state.store.feed_count_since(auth.id(), since).await?,

@@ -9,14 +9,14 @@ use herald_core::analytics::{Interval, SLOT_MS, bucket_of, bucket_starts, parse_
 use herald_core::ids::{Uuid, parse_id};
 use herald_core::time::{iso, parse_iso};
 use herald_store::analytics::{CampaignCounts, SERIES_EVENTS};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::RawQuery;
+use crate::query::{Bounded, Query, text};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -46,8 +46,8 @@ pub struct SeriesResponse {
     pub series: Vec<SeriesPoint>,
 }
 
-fn time_param(q: &RawQuery, key: &str) -> ApiResult<Option<i64>> {
-    match q.get(key).filter(|v| !v.is_empty()) {
+fn time_param(value: &Option<String>, key: &str) -> ApiResult<Option<i64>> {
+    match text(value) {
         None => Ok(None),
         Some(v) => parse_iso(v).map(Some).ok_or_else(|| {
             ApiError::field(
@@ -59,33 +59,42 @@ fn time_param(q: &RawQuery, key: &str) -> ApiResult<Option<i64>> {
     }
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct SeriesQuery {
+    /// ISO 8601, inclusive (default: to - 30 days)
+    from: Option<String>,
+    /// ISO 8601, exclusive (default: now)
+    to: Option<String>,
+    /// day (default) or hour
+    interval: Option<String>,
+    /// IANA time zone (default UTC)
+    tz: Option<String>,
+}
+
 /// Sent, delivered, opened, clicked and bounced per day or hour over `[from, to)`, every
 /// bucket present (default: the last 30 days by day, in UTC).
-#[utoipa::path(get, path = "/analytics/timeseries", tag = "analytics",
-    params(("from" = Option<String>, Query, description = "ISO 8601, inclusive (default: to - 30 days)"),
-        ("to" = Option<String>, Query, description = "ISO 8601, exclusive (default: now)"),
-        ("interval" = Option<String>, Query, description = "day (default) or hour"),
-        ("tz" = Option<String>, Query, description = "IANA time zone (default UTC)")),
+#[utoipa::path(get, path = "/analytics/timeseries", tag = "analytics", params(SeriesQuery),
     responses((status = 200, body = SeriesResponse), (status = 422)))]
 async fn timeseries(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<SeriesQuery>,
 ) -> ApiResult<Json<SeriesResponse>> {
-    let interval = match q.get("interval").filter(|v| !v.is_empty()) {
+    let interval = match text(&q.interval) {
         None => Interval::Day,
         Some(v) => Interval::parse(v).ok_or_else(|| {
             ApiError::field("interval", "interval must be day or hour", "invalid_value")
         })?,
     };
-    let tz = match q.get("tz").filter(|v| !v.is_empty()) {
+    let tz = match text(&q.tz) {
         None => herald_core::analytics::utc(),
         Some(v) => parse_zone(v).ok_or_else(|| {
             ApiError::field("tz", "tz must be an IANA time zone", "invalid_value")
         })?,
     };
-    let to = time_param(&q, "to")?.unwrap_or_else(|| state.engine.now());
-    let from = time_param(&q, "from")?.unwrap_or(to - 30 * DAY_MS);
+    let to = time_param(&q.to, "to")?.unwrap_or_else(|| state.engine.now());
+    let from = time_param(&q.from, "from")?.unwrap_or(to - 30 * DAY_MS);
     if from >= to {
         return Err(ApiError::field(
             "from",
@@ -143,17 +152,28 @@ pub struct TopCampaignsResponse {
     pub campaigns: Vec<CampaignRank>,
 }
 
+/// `limit` of the top lists: 1..100, default 10.
+type TopLimit = Bounded<1, 100, 10>;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct TopCampaignsQuery {
+    /// opened, clicked or sent (default)
+    metric: Option<String>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: TopLimit,
+}
+
 /// Campaigns with the most opens, clicks or sends (events counted).
-#[utoipa::path(get, path = "/analytics/top-campaigns", tag = "analytics",
-    params(("metric" = Option<String>, Query, description = "opened, clicked or sent (default)"),
-        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 10")),
+#[utoipa::path(get, path = "/analytics/top-campaigns", tag = "analytics", params(TopCampaignsQuery),
     responses((status = 200, body = TopCampaignsResponse), (status = 422)))]
 async fn top_campaigns(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<TopCampaignsQuery>,
 ) -> ApiResult<Json<TopCampaignsResponse>> {
-    let metric = q.get("metric").filter(|v| !v.is_empty()).unwrap_or("sent");
+    let metric = text(&q.metric).unwrap_or("sent");
     let event = match metric {
         "sent" => "email.sent",
         "opened" => "email.open",
@@ -166,7 +186,7 @@ async fn top_campaigns(
             ));
         }
     };
-    let limit = q.int("limit", 10, 1, 100)?;
+    let limit = q.limit.get();
     let rows = state.store.top_campaigns(auth.id(), event, limit).await?;
     let ids: Vec<Uuid> = rows.iter().map(|(id, _)| *id).collect();
     let names: std::collections::HashMap<Uuid, String> = state
@@ -239,18 +259,23 @@ impl CampaignStatsResponse {
     }
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+struct CampaignStatsQuery {
+    #[param(required = true)]
+    campaign_id: Option<String>,
+}
+
 /// One campaign's recipients and how many messages reached each stage.
-#[utoipa::path(get, path = "/analytics/campaign-stats", tag = "analytics",
-    params(("campaignId" = String, Query)),
+#[utoipa::path(get, path = "/analytics/campaign-stats", tag = "analytics", params(CampaignStatsQuery),
     responses((status = 200, body = CampaignStatsResponse), (status = 422)))]
 async fn campaign_stats(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<CampaignStatsQuery>,
 ) -> ApiResult<Json<CampaignStatsResponse>> {
-    let raw = q
-        .get("campaignId")
-        .filter(|v| !v.is_empty())
+    let raw = text(&q.campaign_id)
         .ok_or_else(|| ApiError::field("campaignId", "campaignId is required", "required"))?;
     let id = parse_id(raw)
         .ok_or_else(|| ApiError::field("campaignId", "campaignId must be an id", "invalid_id"))?;
@@ -269,16 +294,23 @@ pub struct TopEventsResponse {
     pub events: Vec<EventCount>,
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct TopEventsQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: TopLimit,
+}
+
 /// The most frequent tracked event names.
-#[utoipa::path(get, path = "/analytics/top-events", tag = "analytics",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 10")),
+#[utoipa::path(get, path = "/analytics/top-events", tag = "analytics", params(TopEventsQuery),
     responses((status = 200, body = TopEventsResponse), (status = 422)))]
 async fn top_events(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<TopEventsQuery>,
 ) -> ApiResult<Json<TopEventsResponse>> {
-    let limit = q.int("limit", 10, 1, 100)?;
+    let limit = q.limit.get();
     let rows = state.store.top_tracked_events(auth.id(), limit).await?;
     Ok(Json(TopEventsResponse {
         events: rows

@@ -27,7 +27,8 @@ use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, RawQuery, parse_json, path_id};
+use crate::extract::{ApiJson, parse_json, path_id};
+use crate::query::{PageParams, Query, text};
 use crate::routes::analytics::CampaignStatsResponse;
 use crate::routes::templates::rules::copy_name;
 use crate::state::AppState;
@@ -124,22 +125,25 @@ async fn require_within_limit(state: &AppState, c: &Campaign) -> ApiResult<()> {
     .with_suggestion("Raise the limit: PUT /users/@me/projects/{id}/billing-limits"))
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct CampaignListQuery {
+    /// DRAFT, SCHEDULED, SENDING, SENT or CANCELLED
+    status: Option<String>,
+}
+
 /// Campaigns, newest first, by page.
-#[utoipa::path(get, path = "/campaigns", tag = "campaigns",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"),
-        ("page" = Option<i64>, Query, minimum = 1, maximum = 4294967295.0, description = "from 1, default 1"),
-        ("cursor" = Option<i64>, Query, minimum = 1, maximum = 4294967295.0, description = "a page number, for cursor-style clients"),
-        ("status" = Option<String>, Query, description = "DRAFT, SCHEDULED, SENDING, SENT or CANCELLED")),
+#[utoipa::path(get, path = "/campaigns", tag = "campaigns", params(PageParams, CampaignListQuery),
     responses((status = 200, body = CampaignList), (status = 422)))]
 async fn list_campaigns(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(paging): Query<PageParams>,
+    Query(q): Query<CampaignListQuery>,
 ) -> ApiResult<Json<CampaignList>> {
-    let page_size = q.int("limit", 20, 1, 100)?;
-    // Clients written for cursors may send one; here the cursor is simply the page number.
-    let page = q.int_or_alias("page", "cursor", 1, 1, u32::MAX)?;
-    let status = match q.get("status").filter(|s| !s.is_empty()) {
+    let page_size = paging.limit.get();
+    let page = paging.page();
+    let status = match text(&q.status) {
         None => None,
         Some(s) => Some(CampaignStatus::parse(s).ok_or_else(|| {
             ApiError::field(

@@ -13,13 +13,14 @@ use herald_store::StoreError;
 use herald_store::contacts::{Contact, ContactUpdate, ContactUpsert};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiJson, RawQuery, path_id};
+use crate::extract::{ApiJson, path_id};
+use crate::query::{Limit, Query, text};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -102,22 +103,31 @@ pub(crate) fn decode_cursor(project: Uuid, cursor: &str) -> ApiResult<Uuid> {
     Uuid::from_slice(&bytes[16..]).map_err(|_| invalid())
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ContactListQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit,
+    cursor: Option<String>,
+    /// case-insensitive substring of the email
+    search: Option<String>,
+}
+
 /// Contacts, newest first, by cursor.
-#[utoipa::path(get, path = "/contacts", tag = "contacts",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"), ("cursor" = Option<String>, Query),
-        ("search" = Option<String>, Query, description = "case-insensitive substring of the email")),
+#[utoipa::path(get, path = "/contacts", tag = "contacts", params(ContactListQuery),
     responses((status = 200, body = ContactList)))]
 async fn list_contacts(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<ContactListQuery>,
 ) -> ApiResult<Json<ContactList>> {
-    let limit = q.int("limit", 20, 1, 100)?;
-    let before = match q.get("cursor").filter(|c| !c.is_empty()) {
+    let limit = q.limit.get();
+    let before = match text(&q.cursor) {
         Some(c) => Some(decode_cursor(auth.id(), c)?),
         None => None,
     };
-    let search = q.get("search").map(str::trim).filter(|s| !s.is_empty());
+    let search = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
     if search.is_some_and(|s| s.len() > 254) {
         return Err(ApiError::field(
             "search",

@@ -17,7 +17,8 @@ use utoipa_axum::routes;
 use super::contacts::{decode_cursor, encode_cursor};
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{RawQuery, path_id};
+use crate::extract::path_id;
+use crate::query::{Limit, Query, text};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -72,23 +73,37 @@ pub struct EmailList {
     pub total: i64,
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+struct EmailListQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit,
+    cursor: Option<String>,
+    /// a message status (PENDING, SENT, DELIVERED, ...)
+    status: Option<String>,
+    contact_id: Option<String>,
+    campaign_id: Option<String>,
+    /// what queued the message: transactional, campaign or workflow
+    source: Option<String>,
+}
+
 /// Messages, newest first; filters `status`, `contactId`, `campaignId`, `source`.
-#[utoipa::path(get, path = "/emails", tag = "emails",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100), ("cursor" = Option<String>, Query), ("status" = Option<String>, Query),
-        ("contactId" = Option<String>, Query), ("campaignId" = Option<String>, Query), ("source" = Option<String>, Query)),
+#[utoipa::path(get, path = "/emails", tag = "emails", params(EmailListQuery),
     responses((status = 200, body = EmailList)))]
 async fn list_emails(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<EmailListQuery>,
 ) -> ApiResult<Json<EmailList>> {
-    let limit = q.int("limit", 20, 1, 100)?;
-    let before = match q.get("cursor").filter(|c| !c.is_empty()) {
+    let limit = q.limit.get();
+    let before = match text(&q.cursor) {
         Some(c) => Some(decode_cursor(auth.id(), c)?),
         None => None,
     };
-    let id_param = |name: &str| -> ApiResult<Option<uuid::Uuid>> {
-        match q.get(name).filter(|v| !v.is_empty()) {
+    let id_param = |name: &str, value: &Option<String>| -> ApiResult<Option<uuid::Uuid>> {
+        match text(value) {
             None => Ok(None),
             Some(v) => v
                 .parse()
@@ -96,7 +111,7 @@ async fn list_emails(
                 .map_err(|_| ApiError::field(name, format!("{name} must be an id"), "invalid_id")),
         }
     };
-    let status = match q.get("status").filter(|s| !s.is_empty()) {
+    let status = match text(&q.status) {
         None => None,
         Some(s) => Some(
             s.to_ascii_uppercase()
@@ -113,9 +128,9 @@ async fn list_emails(
     };
     let filter = MessageFilter {
         status,
-        contact_id: id_param("contactId")?,
-        campaign_id: id_param("campaignId")?,
-        source: q.get("source").filter(|s| !s.is_empty()).map(str::to_owned),
+        contact_id: id_param("contactId", &q.contact_id)?,
+        campaign_id: id_param("campaignId", &q.campaign_id)?,
+        source: text(&q.source).map(str::to_owned),
     };
     let (rows, has_more) = state
         .store

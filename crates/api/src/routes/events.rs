@@ -11,16 +11,17 @@ use herald_core::ids::parse_id;
 use herald_core::time::iso;
 use herald_store::events::Event;
 use herald_store::tracked::TrackedFilter;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::contacts::{decode_cursor, encode_cursor};
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{RawQuery, path_id};
+use crate::extract::path_id;
+use crate::query::{Bounded, Limit, Query, text};
 use crate::routes::usage::{UsageRef, WorkflowRef, filter_usage, workflow_usage};
 use crate::state::AppState;
 
@@ -71,17 +72,25 @@ pub struct EventList {
     pub events: Vec<EventResponse>,
 }
 
-/// Events of one contact, newest first (`limit` 1..100, default 50).
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ContactEventsQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: Bounded<1, 100, 50>,
+}
+
+/// Events of one contact, newest first.
 #[utoipa::path(get, path = "/events/contact/{contactId}", tag = "events",
-    params(("contactId" = String, Path), ("limit" = Option<u32>, Query, minimum = 1, maximum = 100)),
+    params(("contactId" = String, Path), ContactEventsQuery),
     responses((status = 200, body = EventList), (status = 404)))]
 async fn contact_events(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(contact_id): Path<String>,
-    q: RawQuery,
+    Query(q): Query<ContactEventsQuery>,
 ) -> ApiResult<Json<EventList>> {
-    let limit = q.int("limit", 50, 1, 100)?;
+    let limit = q.limit.get();
     let id = path_id(&contact_id, "CONTACT_NOT_FOUND", "Contact")?;
     if state.store.contact(auth.id(), id).await?.is_none() {
         return Err(ApiError::not_found("CONTACT_NOT_FOUND", "Contact"));
@@ -110,29 +119,40 @@ pub struct TrackedEventList {
     pub has_more: bool,
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+struct EventListQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit,
+    cursor: Option<String>,
+    /// one event name
+    name: Option<String>,
+    /// one contact's events
+    contact_id: Option<String>,
+}
+
 /// Recent tracked events, newest first, by cursor; filters `name` and `contactId`.
-#[utoipa::path(get, path = "/events", tag = "events",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20"),
-        ("cursor" = Option<String>, Query), ("name" = Option<String>, Query, description = "one event name"),
-        ("contactId" = Option<String>, Query, description = "one contact's events")),
+#[utoipa::path(get, path = "/events", tag = "events", params(EventListQuery),
     responses((status = 200, body = TrackedEventList)))]
 async fn list_events(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<EventListQuery>,
 ) -> ApiResult<Json<TrackedEventList>> {
-    let limit = q.int("limit", 20, 1, 100)?;
-    let before = match q.get("cursor").filter(|c| !c.is_empty()) {
+    let limit = q.limit.get();
+    let before = match text(&q.cursor) {
         Some(c) => Some(decode_cursor(auth.id(), c)?),
         None => None,
     };
-    let contact_id = match q.get("contactId").filter(|c| !c.is_empty()) {
+    let contact_id = match text(&q.contact_id) {
         Some(raw) => Some(parse_id(raw).ok_or_else(|| {
             ApiError::field("contactId", "contactId is not a contact id", "invalid_id")
         })?),
         None => None,
     };
-    let name = q.get("name").map(str::trim).filter(|n| !n.is_empty());
+    let name = q.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     let page = state
         .store
         .list_tracked_events(
@@ -186,17 +206,23 @@ pub struct EventStats {
     pub events: Vec<EventStatResponse>,
 }
 
-/// Per tracked name over the last `days` (1..365, default 30): count, distinct contacts and
-/// last time seen.
-#[utoipa::path(get, path = "/events/stats", tag = "events",
-    params(("days" = Option<u32>, Query, minimum = 1, maximum = 365, description = "1..365, default 30")),
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct EventStatsQuery {
+    #[serde(default)]
+    #[param(inline)]
+    days: Bounded<1, 365, 30>,
+}
+
+/// Per tracked name over the last `days`: count, distinct contacts and last time seen.
+#[utoipa::path(get, path = "/events/stats", tag = "events", params(EventStatsQuery),
     responses((status = 200, body = EventStats)))]
 async fn event_stats(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(q): Query<EventStatsQuery>,
 ) -> ApiResult<Json<EventStats>> {
-    let days = q.int("days", 30, 1, 365)?;
+    let days = q.days.get();
     let since = state.engine.now() - i64::from(days) * 86_400_000;
     let stats = state.store.tracked_event_stats(auth.id(), since).await?;
     Ok(Json(EventStats {

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::RawQuery;
+use crate::query::{Bounded, Query};
 use crate::routes::usage::{UsageRef, WorkflowRef, filter_usage, workflow_usage};
 use crate::state::AppState;
 
@@ -127,17 +127,25 @@ fn stored_values_schema() -> utoipa::openapi::schema::Array {
         .build()
 }
 
-/// Distinct values of a custom field (`limit` 1..1000, default 100).
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct FieldValuesQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: Bounded<1, 1000, 100>,
+}
+
+/// Distinct values of a custom field.
 #[utoipa::path(get, path = "/contacts/fields/{field}/values", tag = "contacts",
-    params(("field" = String, Path, description = "data.<name> or <name>"), ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000)),
+    params(("field" = String, Path, description = "data.<name> or <name>"), FieldValuesQuery),
     responses((status = 200, body = FieldValues), (status = 404)))]
 async fn field_values(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(field): Path<String>,
-    q: RawQuery,
+    Query(q): Query<FieldValuesQuery>,
 ) -> ApiResult<Json<FieldValues>> {
-    let limit = q.int("limit", 100, 1, 1000)?;
+    let limit = q.limit.get();
     let key = known_custom_key(&state, &auth, &field).await?;
     let values = state.store.field_values(auth.id(), &key, limit).await?;
     Ok(Json(FieldValues {

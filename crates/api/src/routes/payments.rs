@@ -20,7 +20,7 @@ use utoipa_axum::routes;
 
 use crate::auth::UserAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::RawQuery;
+use crate::query::{Bounded, Query};
 use crate::routes::members::{project_access, require_enabled, require_manager};
 use crate::state::AppState;
 
@@ -142,10 +142,17 @@ async fn billing_portal(
     Ok(Json(SessionUrlResponse { url }))
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct InvoicesQuery {
+    #[serde(default)]
+    #[param(inline)]
+    limit: Bounded<1, 100, 10>,
+}
+
 /// The project's latest invoices, newest first (owner or admin); empty before any checkout.
 #[utoipa::path(get, path = "/users/@me/projects/{id}/billing-invoices", tag = "account",
-    params(("id" = String, Path),
-        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 10")),
+    params(("id" = String, Path), InvoicesQuery),
     responses((status = 200, body = Vec<InvoiceResponse>), (status = 403), (status = 404),
         (status = 422), (status = 501, description = "No payment provider is configured"),
         (status = 502, description = "The payment provider failed (PAYMENT_PROVIDER_ERROR)")))]
@@ -153,11 +160,11 @@ async fn billing_invoices(
     State(state): State<AppState>,
     auth: UserAuth,
     Path(id): Path<String>,
-    q: RawQuery,
+    Query(q): Query<InvoicesQuery>,
 ) -> ApiResult<Json<Vec<InvoiceResponse>>> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
     require_manager(role)?;
-    let limit = q.int("limit", 10, 1, 100)?;
+    let limit = q.limit.get();
     let invoices = state
         .engine
         .invoices(project.id, limit)

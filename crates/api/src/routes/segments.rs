@@ -19,7 +19,8 @@ use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, RawQuery, path_id};
+use crate::extract::{ApiJson, path_id};
+use crate::query::{Limit, PageNumber, Query};
 use crate::routes::contacts::ContactResponse;
 use crate::state::AppState;
 
@@ -230,21 +231,31 @@ async fn delete_segment(
     }
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+struct SegmentContactsQuery {
+    #[serde(default)]
+    #[param(inline)]
+    page: PageNumber,
+    #[serde(default)]
+    #[param(inline)]
+    page_size: Limit,
+}
+
 /// The contacts of a segment by page (live for dynamic segments), ordered by id.
 #[utoipa::path(get, path = "/segments/{id}/contacts", tag = "segments",
-    params(("id" = String, Path),
-        ("page" = Option<u32>, Query, minimum = 1, maximum = 4294967295.0, description = "from 1, default 1"),
-        ("pageSize" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20")),
+    params(("id" = String, Path), SegmentContactsQuery),
     responses((status = 200, body = SegmentContacts), (status = 404), (status = 422)))]
 async fn segment_contacts(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
-    q: RawQuery,
+    Query(q): Query<SegmentContactsQuery>,
 ) -> ApiResult<Json<SegmentContacts>> {
     let s = load(&state, &auth, &id).await?;
-    let page = q.int("page", 1, 1, u32::MAX)?;
-    let page_size = q.int("pageSize", 20, 1, 100)?;
+    let page = q.page.get();
+    let page_size = q.page_size.get();
     let now = state.engine.now();
     let filter = state.store.segment_filter(auth.id(), &s).await?;
     let (contacts, total) = match &filter {

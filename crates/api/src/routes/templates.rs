@@ -13,12 +13,15 @@ use herald_core::ids::Uuid;
 
 use herald_store::StoreError;
 use herald_store::templates::{NewTemplate, TemplateFilter, TemplateUpdate};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, RawQuery, path_id};
+use crate::extract::{ApiJson, path_id};
+use crate::query::{Limit, PageParams, Query, text};
 use crate::state::AppState;
 
 pub(crate) mod rules;
@@ -54,27 +57,36 @@ fn template_not_found() -> ApiError {
     ApiError::not_found("TEMPLATE_NOT_FOUND", "Template")
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+struct TemplateListQuery {
+    /// alias of `limit`
+    #[serde(default)]
+    #[param(inline)]
+    page_size: Limit,
+    /// TRANSACTIONAL, MARKETING or HEADLESS
+    r#type: Option<String>,
+    /// case-insensitive substring of name or subject
+    search: Option<String>,
+}
+
 /// Templates, newest first, by page.
-#[utoipa::path(get, path = "/templates", tag = "templates",
-    params(("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1..100, default 20 (alias `pageSize`)"),
-        ("page" = Option<i64>, Query, minimum = 1, maximum = 4294967295.0, description = "from 1, default 1"),
-        ("cursor" = Option<i64>, Query, minimum = 1, maximum = 4294967295.0, description = "a page number, for cursor-style clients"),
-        ("type" = Option<String>, Query, description = "TRANSACTIONAL, MARKETING or HEADLESS"),
-        ("search" = Option<String>, Query, description = "case-insensitive substring of name or subject")),
+#[utoipa::path(get, path = "/templates", tag = "templates", params(PageParams, TemplateListQuery),
     responses((status = 200, body = TemplateList), (status = 422)))]
 async fn list_templates(
     State(state): State<AppState>,
     auth: ProjectAuth,
-    q: RawQuery,
+    Query(paging): Query<PageParams>,
+    Query(q): Query<TemplateListQuery>,
 ) -> ApiResult<Json<TemplateList>> {
-    let page_size = q.int_or_alias("limit", "pageSize", 20, 1, 100)?;
-    // Clients written for cursors may send one; here the cursor is simply the page number.
-    let page = q.int_or_alias("page", "cursor", 1, 1, u32::MAX)?;
-    let template_type = match q.get("type").filter(|t| !t.is_empty()) {
+    let page_size = paging.limit.or_alias(q.page_size);
+    let page = paging.page();
+    let template_type = match text(&q.r#type) {
         Some(t) => Some(parse_type(t).map_err(|e| ApiError::validation(vec![e]))?),
         None => None,
     };
-    let search = q.get("search").map(str::trim).filter(|s| !s.is_empty());
+    let search = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
     if search.is_some_and(|s| s.chars().count() > rules::SUBJECT_MAX) {
         return Err(ApiError::field(
             "search",

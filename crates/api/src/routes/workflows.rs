@@ -25,7 +25,8 @@ use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiJson, RawQuery, path_id};
+use crate::extract::{ApiJson, path_id};
+use crate::query::{Bounded, Query, text};
 use crate::state::AppState;
 
 mod rules;
@@ -330,20 +331,28 @@ async fn patch_step(
     Ok(Json(s.into()))
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct DeleteStepQuery {
+    /// true (or 1): reconnect the steps before it to the one after it
+    #[param(value_type = Option<bool>)]
+    splice: Option<String>,
+}
+
 /// Deletes a step and its transitions; `splice=true` reconnects the steps before it to the
 /// one after it.
 #[utoipa::path(delete, path = "/workflows/{id}/steps/{stepId}", tag = "workflows",
-    params(("id" = String, Path), ("stepId" = String, Path), ("splice" = Option<bool>, Query)),
+    params(("id" = String, Path), ("stepId" = String, Path), DeleteStepQuery),
     responses((status = 204), (status = 404), (status = 409), (status = 422)))]
 async fn delete_step(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path((id, step)): Path<(String, String)>,
-    q: RawQuery,
+    Query(q): Query<DeleteStepQuery>,
 ) -> ApiResult<StatusCode> {
     let w = load(&state, &auth, &id).await?;
     let step_id = path_id(&step, "NOT_FOUND", "Step")?;
-    let splice = match q.get("splice").unwrap_or("false") {
+    let splice = match q.splice.as_deref().unwrap_or("false") {
         "true" | "1" => true,
         "false" | "0" | "" => false,
         _ => {
@@ -450,20 +459,28 @@ async fn delete_transition(
     }
 }
 
-/// The workflow's executions, newest first (at most `limit`, default 50), optionally of one
-/// status.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ExecutionListQuery {
+    /// RUNNING, WAITING, COMPLETED, EXITED, FAILED or CANCELLED
+    status: Option<String>,
+    #[serde(default)]
+    #[param(inline)]
+    limit: Bounded<1, 100, 50>,
+}
+
+/// The workflow's executions, newest first, optionally of one status.
 #[utoipa::path(get, path = "/workflows/{id}/executions", tag = "workflows",
-    params(("id" = String, Path), ("status" = Option<String>, Query),
-        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100)),
+    params(("id" = String, Path), ExecutionListQuery),
     responses((status = 200, body = ExecutionList), (status = 404), (status = 422)))]
 async fn list_executions(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
-    q: RawQuery,
+    Query(q): Query<ExecutionListQuery>,
 ) -> ApiResult<Json<ExecutionList>> {
     let w = load(&state, &auth, &id).await?;
-    let status = match q.get("status").filter(|s| !s.is_empty()) {
+    let status = match text(&q.status) {
         None => None,
         Some(s) => Some(ExecutionStatus::parse(s).ok_or_else(|| {
             ApiError::field(
@@ -473,7 +490,7 @@ async fn list_executions(
             )
         })?),
     };
-    let limit = q.int("limit", 50, 1, 100)?;
+    let limit = q.limit.get();
     let executions = state
         .store
         .list_executions(auth.id(), w.id, status, limit)
