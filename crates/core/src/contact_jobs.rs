@@ -35,6 +35,25 @@ impl JobState {
             _ => None,
         }
     }
+
+    /// `waiting` or `active`: the job still has work.
+    pub fn is_open(self) -> bool {
+        matches!(self, JobState::Waiting | JobState::Active)
+    }
+}
+
+impl TryFrom<String> for JobState {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s).ok_or_else(|| format!("unknown job state {s:?}"))
+    }
+}
+
+impl TryFrom<String> for JobOperation {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s).ok_or_else(|| format!("unknown job operation {s:?}"))
+    }
 }
 
 /// What a contact job does.

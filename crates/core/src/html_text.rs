@@ -576,6 +576,10 @@ mod tests {
 
     #[test]
     fn adversarial_inputs_stay_fast() {
+        use std::time::{Duration, Instant};
+        // Linear work on these 100-180 KB inputs takes milliseconds even unoptimised; a
+        // quadratic pass over them takes minutes. The bound leaves room for a loaded machine.
+        const BOUND: Duration = Duration::from_secs(3);
         for html in [
             "<a".repeat(50_000),
             "<head>".repeat(20_000),
@@ -583,7 +587,10 @@ mod tests {
             "<a href='".repeat(20_000),
             "&#".repeat(50_000),
         ] {
+            let started = Instant::now();
             let _ = html_to_text(&html);
+            let took = started.elapsed();
+            assert!(took < BOUND, "{took:?} for {}...", &html[..12]);
         }
     }
 

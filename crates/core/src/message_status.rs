@@ -62,6 +62,16 @@ impl MessageStatus {
         !matches!(self, Pending | Sending)
     }
 
+    /// Whether the message went out: handed to the relay (SENT) or any engagement after
+    /// that. Only these can be opened or clicked, and only these count in bounce and
+    /// complaint rates.
+    pub fn went_out(self) -> bool {
+        matches!(
+            self,
+            Sent | Delivered | Opened | Clicked | Bounced | Complained
+        )
+    }
+
     /// Position in the order of engagement (terminal statuses have none).
     fn rank(self) -> Option<u8> {
         match self {

@@ -141,6 +141,55 @@ impl TryFrom<String> for ExecutionStatus {
     }
 }
 
+/// The state of one entry of an execution's step history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StepStatus {
+    /// The step is under way: a DELAY or WAIT_FOR_EVENT waiting for its time or event.
+    Waiting,
+    Completed,
+    /// A SEND_EMAIL whose recipient could not be mailed (unsubscribed, suppressed).
+    Skipped,
+    /// A WAIT_FOR_EVENT whose event did not come in time.
+    TimedOut,
+    Failed,
+}
+
+impl StepStatus {
+    pub const ALL: [StepStatus; 5] = [
+        StepStatus::Waiting,
+        StepStatus::Completed,
+        StepStatus::Skipped,
+        StepStatus::TimedOut,
+        StepStatus::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Waiting => "WAITING",
+            StepStatus::Completed => "COMPLETED",
+            StepStatus::Skipped => "SKIPPED",
+            StepStatus::TimedOut => "TIMED_OUT",
+            StepStatus::Failed => "FAILED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// Whether the entry is still open (it gets a `completedAt` when it closes).
+    pub fn is_open(self) -> bool {
+        self == StepStatus::Waiting
+    }
+}
+
+impl TryFrom<String> for StepStatus {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s).ok_or_else(|| format!("unknown step status {s:?}"))
+    }
+}
+
 /// Longest workflow and step names, in characters.
 pub const NAME_MAX: usize = 200;
 pub const DESCRIPTION_MAX: usize = 2000;

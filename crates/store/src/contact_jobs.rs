@@ -33,8 +33,10 @@ pub struct ContactJob {
 #[derive(FromRow)]
 struct JobRow {
     id: Uuid,
-    operation: String,
-    state: String,
+    #[sqlx(try_from = "String")]
+    operation: JobOperation,
+    #[sqlx(try_from = "String")]
+    state: JobState,
     progress: i32,
     result: Json<Value>,
     failed_reason: Option<String>,
@@ -44,8 +46,8 @@ impl From<JobRow> for ContactJob {
     fn from(r: JobRow) -> Self {
         ContactJob {
             id: r.id,
-            operation: JobOperation::parse(&r.operation).unwrap_or(JobOperation::Import),
-            state: JobState::parse(&r.state).unwrap_or(JobState::Failed),
+            operation: r.operation,
+            state: r.state,
             progress: r.progress,
             result: r.result.0,
             failed_reason: r.failed_reason,
@@ -57,8 +59,10 @@ impl From<JobRow> for ContactJob {
 #[derive(Clone, Debug, FromRow)]
 pub struct JobWork {
     pub project_id: Uuid,
-    pub operation: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub operation: JobOperation,
+    #[sqlx(try_from = "String")]
+    pub state: JobState,
     pub input: Option<Vec<u8>>,
     pub resume_offset: i64,
     pub resume_line: i64,

@@ -122,6 +122,17 @@ pub struct MessageFilter {
     pub source: Option<String>,
 }
 
+/// The SQL condition `status IN (...)` on the statuses that went out
+/// ([`MessageStatus::went_out`]), for every query that counts or marks sent mail.
+pub(crate) static WENT_OUT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let names: Vec<String> = MessageStatus::ALL
+        .into_iter()
+        .filter(|s| s.went_out())
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect();
+    format!("status IN ({})", names.join(", "))
+});
+
 pub(crate) const ALL: &str = "id, project_id, contact_id, template_id, campaign_id, source, template_type, status, from_email, from_name, \
      reply_to, to_email, to_name, subject, html, headers, attachments, message_id_header, attempts, last_error, \
      sent_at, created_at, updated_at, body_purged_at, simulated, relay_message_id";

@@ -2,9 +2,13 @@
 //! and everything after it), and of those the bounced and the complained ones. Simulated
 //! messages never count.
 
+use std::sync::LazyLock;
+
 use herald_core::ids::Uuid;
 use herald_core::time::Millis;
+use sqlx::AssertSqlSafe;
 
+use crate::messages::WENT_OUT;
 use crate::{Store, StoreResult};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,11 +32,12 @@ pub async fn disable_if_critical(
         return Ok(false);
     }
     let done = db_tx!(tx, |conn| {
-        let (sent, bounced, complained): (i64, i64, i64) = sqlx::query_as(COUNTS)
-            .bind(project)
-            .bind(since)
-            .fetch_one(&mut *conn)
-            .await?;
+        let (sent, bounced, complained): (i64, i64, i64) =
+            sqlx::query_as(AssertSqlSafe(COUNTS.as_str()))
+                .bind(project)
+                .bind(since)
+                .fetch_one(&mut *conn)
+                .await?;
         let Some(why) = reason(DeliveryCounts {
             sent,
             bounced,
@@ -57,12 +62,17 @@ pub async fn disable_if_critical(
     Ok(done > 0)
 }
 
-const COUNTS: &str = "SELECT \
-    COUNT(*), \
-    COALESCE(SUM(CASE WHEN status = 'BOUNCED' THEN 1 ELSE 0 END), 0), \
-    COALESCE(SUM(CASE WHEN status = 'COMPLAINED' THEN 1 ELSE 0 END), 0) \
-    FROM messages WHERE project_id = $1 AND created_at >= $2 AND NOT simulated \
-    AND status IN ('SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED')";
+/// Messages that went out since `$2`, and how many of them bounced or complained.
+static COUNTS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT COUNT(*), \
+         COALESCE(SUM(CASE WHEN status = 'BOUNCED' THEN 1 ELSE 0 END), 0), \
+         COALESCE(SUM(CASE WHEN status = 'COMPLAINED' THEN 1 ELSE 0 END), 0) \
+         FROM messages WHERE project_id = $1 AND created_at >= $2 AND NOT simulated \
+         AND {went_out}",
+        went_out = *WENT_OUT
+    )
+});
 
 impl Store {
     /// Re-enables a project (an OWNER decided); false when it was not disabled.
@@ -89,7 +99,7 @@ impl Store {
         project: Uuid,
         since: Millis,
     ) -> StoreResult<DeliveryCounts> {
-        let q = COUNTS;
+        let q = AssertSqlSafe(COUNTS.as_str());
         let (sent, bounced, complained): (i64, i64, i64) = db_read!(self, |pool| sqlx::query_as(q)
             .bind(project)
             .bind(since)

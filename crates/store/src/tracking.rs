@@ -17,16 +17,12 @@ use serde_json::json;
 use sqlx::AssertSqlSafe;
 
 use crate::events::{Links, insert_linked_event};
-use crate::messages::{MessageStatus, add_history, set_status};
+use crate::messages::{MessageStatus, WENT_OUT, add_history, set_status};
 use crate::{Store, StoreResult, Tx};
 
 /// Event names of engagement.
 pub const OPEN_EVENT: &str = "email.open";
 pub const CLICK_EVENT: &str = "email.click";
-
-/// Statuses of a message that went out (and so can be opened or clicked).
-const WENT_OUT: &str =
-    "status IN ('SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED')";
 
 /// Claims the first-open mark; `Some((contact, campaign))` when this call claimed it.
 async fn claim(
@@ -38,7 +34,8 @@ async fn claim(
 ) -> StoreResult<Option<(Option<Uuid>, Option<Uuid>)>> {
     let q = format!(
         "UPDATE messages SET {column} = $3 WHERE project_id = $1 AND id = $2 \
-         AND {column} IS NULL AND {WENT_OUT} RETURNING contact_id, campaign_id"
+         AND {column} IS NULL AND {went_out} RETURNING contact_id, campaign_id",
+        went_out = *WENT_OUT
     );
     let row: Option<(Option<Uuid>, Option<Uuid>)> = db_tx!(tx, |conn| {
         sqlx::query_as(AssertSqlSafe(q.as_str()))

@@ -46,7 +46,7 @@ pub(crate) async fn run(engine: &Engine, held: &Held) -> StoreResult<()> {
     let Some(input) = work.input.as_deref().filter(|_| is_open(&work)) else {
         return ack_only(engine, held).await;
     };
-    let op = JobOperation::parse(&work.operation).unwrap_or(JobOperation::Delete);
+    let op = work.operation;
     let ids: Vec<String> = serde_json::from_slice(input).unwrap_or_default();
     let mut result: BulkResult = serde_json::from_value(work.result.0.clone()).unwrap_or_default();
     result.operation = op.as_str().to_owned();

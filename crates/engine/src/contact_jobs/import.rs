@@ -148,7 +148,7 @@ async fn commit_rows(
 
 /// Whether the job still has work (not completed or failed already).
 pub(crate) fn is_open(work: &JobWork) -> bool {
-    matches!(work.state.as_str(), "waiting" | "active")
+    work.state.is_open()
 }
 
 /// Acks a queue job whose contact job is gone or already ended.

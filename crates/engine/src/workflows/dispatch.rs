@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use herald_core::ids::Uuid;
-use herald_core::workflow::{Branch, ExecutionStatus};
+use herald_core::workflow::{Branch, ExecutionStatus, StepStatus};
 use herald_store::jobs::{self, Job};
 use herald_store::workflows::executions::Execution;
 use herald_store::workflows::run::{
@@ -282,7 +282,7 @@ async fn resume(tx: &mut Tx, event: &DispatchedEvent, w: &Waiter, now: i64) -> S
         tx,
         w.execution_id,
         w.step_id,
-        "COMPLETED",
+        StepStatus::Completed,
         Some(output),
         now,
     )

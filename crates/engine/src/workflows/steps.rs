@@ -7,7 +7,7 @@ use std::sync::Arc;
 use herald_core::billing::Category;
 use herald_core::fields::DataPatch;
 use herald_core::ids::Uuid;
-use herald_core::workflow::{Branch, ExecutionStatus, StepType};
+use herald_core::workflow::{Branch, ExecutionStatus, StepStatus, StepType};
 use herald_core::workflow_run::{ConditionInput, condition_holds, delay_ms, wait_for};
 use herald_store::contacts::{Contact, ContactUpdate, update_contact};
 use herald_store::jobs::{self, Job};
@@ -58,8 +58,8 @@ pub(super) struct StepRun<'a, 's> {
 
 impl<'s> StepRun<'_, 's> {
     /// Buffers a history row (written with the batch's others before it commits).
-    fn history(&mut self, step: &Step, status: &'static str, output: Option<Value>) {
-        let open = status == "WAITING";
+    fn history(&mut self, step: &Step, status: StepStatus, output: Option<Value>) {
+        let open = status.is_open();
         self.caches.history.push(HistoryRow {
             execution_id: self.state.id,
             step_id: step.id,
@@ -72,7 +72,7 @@ impl<'s> StepRun<'_, 's> {
 
     /// Records a step that cannot run and ends the execution FAILED.
     async fn fail(&mut self, _tx: &mut Tx, step: &Step, why: String) -> StoreResult<Flow> {
-        self.history(step, "FAILED", Some(json!({"error": why})));
+        self.history(step, StepStatus::Failed, Some(json!({"error": why})));
         Ok(Flow::End(ExecutionStatus::Failed, Some(why)))
     }
 
@@ -116,14 +116,14 @@ impl<'s> StepRun<'_, 's> {
         let config = &step.config;
         match step.step_type {
             StepType::Trigger => {
-                self.history(step, "COMPLETED", None);
+                self.history(step, StepStatus::Completed, None);
                 Ok(Flow::Next(None))
             }
             StepType::SendEmail => self.send_email(tx, step).await,
             StepType::Delay => match delay_ms(config) {
                 Ok(ms) => {
                     let at = self.now.saturating_add(ms);
-                    self.history(step, "WAITING", Some(json!({"until": at})));
+                    self.history(step, StepStatus::Waiting, Some(json!({"until": at})));
                     self.park(tx, step, ExecutionStatus::Waiting, Some(at))
                         .await?;
                     Ok(Flow::Stop(Settle::Settled))
@@ -134,7 +134,7 @@ impl<'s> StepRun<'_, 's> {
                 Ok((name, timeout)) => {
                     let at = timeout.map(|t| self.now.saturating_add(t));
                     let output = json!({"eventName": name, "timeoutAt": at});
-                    self.history(step, "WAITING", Some(output));
+                    self.history(step, StepStatus::Waiting, Some(output));
                     self.park(tx, step, ExecutionStatus::Waiting, at).await?;
                     Ok(Flow::Stop(Settle::Settled))
                 }
@@ -154,7 +154,7 @@ impl<'s> StepRun<'_, 's> {
                 };
                 match condition_holds(config, &input, self.now) {
                     Ok(holds) => {
-                        self.history(step, "COMPLETED", Some(json!({"result": holds})));
+                        self.history(step, StepStatus::Completed, Some(json!({"result": holds})));
                         Ok(Flow::Next(Some(if holds {
                             Branch::Yes
                         } else {
@@ -170,7 +170,7 @@ impl<'s> StepRun<'_, 's> {
                     .get("reason")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
-                self.history(step, "COMPLETED", None);
+                self.history(step, StepStatus::Completed, None);
                 Ok(Flow::End(ExecutionStatus::Exited, reason))
             }
             StepType::Webhook => Err(StoreError::Other(anyhow::anyhow!(
@@ -184,11 +184,12 @@ impl<'s> StepRun<'_, 's> {
         let (execution, now) = (self.state.id, self.now);
         match step.step_type {
             StepType::Delay => {
-                wf_run::close_step(tx, execution, step.id, "COMPLETED", None, now).await?;
+                wf_run::close_step(tx, execution, step.id, StepStatus::Completed, None, now)
+                    .await?;
                 Ok(Flow::Next(None))
             }
             StepType::WaitForEvent => {
-                wf_run::close_step(tx, execution, step.id, "TIMED_OUT", None, now).await?;
+                wf_run::close_step(tx, execution, step.id, StepStatus::TimedOut, None, now).await?;
                 Ok(Flow::Next(Some(Branch::Timeout)))
             }
             other => Err(StoreError::Other(anyhow::anyhow!(
@@ -253,7 +254,7 @@ impl<'s> StepRun<'_, 's> {
         let output = json!({"messageId": accepted.message_id, "templateId": template_id,
             "skipped": accepted.skipped});
         if accepted.skipped.is_some() {
-            self.history(step, "SKIPPED", Some(output));
+            self.history(step, StepStatus::Skipped, Some(output));
         } else {
             if capped {
                 billing::count(tx, project_id, Category::Workflows, 1, self.now).await?;
@@ -261,7 +262,7 @@ impl<'s> StepRun<'_, 's> {
                 *self.caches.counted.entry(project_id).or_default() += 1;
             }
             self.caches.sent = true;
-            self.history(step, "COMPLETED", Some(output));
+            self.history(step, StepStatus::Completed, Some(output));
         }
         Ok(Flow::Next(None))
     }
@@ -287,7 +288,7 @@ impl<'s> StepRun<'_, 's> {
         match update_contact(tx, self.state.project_id, self.contact_id, &change).await {
             Ok(c) => {
                 let output = json!({"data": c.data, "subscribed": c.subscribed});
-                self.history(step, "COMPLETED", Some(output));
+                self.history(step, StepStatus::Completed, Some(output));
                 Ok(Flow::Next(None))
             }
             Err(StoreError::NotFound) => {
@@ -333,7 +334,7 @@ impl<'s> StepRun<'_, 's> {
             CallOutcome::Answered { status, body } => {
                 let out = json!({"status": status, "response": body});
                 if (200..300).contains(&status) {
-                    self.history(step, "COMPLETED", Some(out));
+                    self.history(step, StepStatus::Completed, Some(out));
                     return Ok(Flow::Next(None));
                 }
                 (out, format!("the webhook answered {status}"), true)
@@ -341,7 +342,7 @@ impl<'s> StepRun<'_, 's> {
             CallOutcome::Failed(why) => (json!({"error": why}), why, true),
             CallOutcome::Refused(why) => (json!({"error": why}), why, false),
         };
-        self.history(step, "FAILED", Some(output));
+        self.history(step, StepStatus::Failed, Some(output));
         if retry && self.job.attempts < self.job.max_attempts {
             let at = self.now + super::backoff_ms(self.job);
             if !jobs::retry(tx, self.job.id, self.job.lease_token, at, &error, self.now).await? {

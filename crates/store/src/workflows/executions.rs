@@ -4,7 +4,7 @@
 
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
-use herald_core::workflow::ExecutionStatus;
+use herald_core::workflow::{ExecutionStatus, StepStatus};
 use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
@@ -28,7 +28,8 @@ pub struct Execution {
 pub struct ExecutionStep {
     pub id: Uuid,
     pub step_id: Option<Uuid>,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: StepStatus,
     pub output: Option<Json<Value>>,
     pub started_at: Millis,
     pub completed_at: Option<Millis>,

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
-use herald_core::workflow::ExecutionStatus;
+use herald_core::workflow::{ExecutionStatus, StepStatus};
 use serde_json::{Value, json};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
@@ -554,8 +554,7 @@ pub async fn finish(
 pub struct HistoryRow {
     pub execution_id: Uuid,
     pub step_id: Uuid,
-    /// COMPLETED, SKIPPED, FAILED, WAITING, TIMED_OUT.
-    pub status: &'static str,
+    pub status: StepStatus,
     pub output: Option<Value>,
     pub started_at: Millis,
     pub completed_at: Option<Millis>,
@@ -577,7 +576,7 @@ pub async fn record_steps(tx: &mut Tx, rows: &[HistoryRow]) -> StoreResult<()> {
                     .bind(new_id())
                     .bind(r.execution_id)
                     .bind(r.step_id)
-                    .bind(r.status)
+                    .bind(r.status.as_str())
                     .bind(r.output.clone().map(Json))
                     .bind(r.started_at)
                     .bind(r.completed_at);
@@ -593,7 +592,7 @@ pub async fn close_step(
     tx: &mut Tx,
     execution_id: Uuid,
     step_id: Uuid,
-    status: &str,
+    status: StepStatus,
     output: Option<Value>,
     now: Millis,
 ) -> StoreResult<()> {
@@ -604,7 +603,7 @@ pub async fn close_step(
         )
         .bind(execution_id)
         .bind(step_id)
-        .bind(status)
+        .bind(status.as_str())
         .bind(output.map(Json))
         .bind(now)
         .execute(&mut *conn)

@@ -202,7 +202,7 @@ impl From<ExecutionStep> for ExecutionStepResponse {
         Self {
             id: s.id.to_string(),
             step_id: s.step_id.map(|i| i.to_string()),
-            status: s.status,
+            status: s.status.as_str().to_owned(),
             output: s.output.map(|o| o.0),
             started_at: iso(s.started_at),
             completed_at: s.completed_at.map(iso),
