@@ -19,6 +19,7 @@ const MESSAGES: usize = 1_000;
 async fn a_node_turns_batch_while_it_delivers_and_normal_again_after() {
     let seen = deliver_watching_policies(None).await;
     assert_eq!(seen.at_start, vec![NORMAL], "at start: normal");
+    assert!(seen.looks_mid_delivery > 0, "{seen:?}");
     assert!(
         seen.while_delivering.contains(&BATCH),
         "batch while delivering: {seen:?}"
@@ -30,6 +31,9 @@ async fn a_node_turns_batch_while_it_delivers_and_normal_again_after() {
 async fn with_batch_scheduling_off_a_delivering_node_stays_normal() {
     let seen = deliver_watching_policies(Some("false")).await;
     assert_eq!(seen.at_start, vec![NORMAL]);
+    // The node was looked at while it delivered: a sample taken, and not a batch one.
+    assert!(seen.looks_mid_delivery > 0, "{seen:?}");
+    assert!(!seen.while_delivering.is_empty(), "{seen:?}");
     assert!(!seen.while_delivering.contains(&BATCH), "{seen:?}");
     assert_eq!(seen.idle_after, vec![NORMAL]);
 }
@@ -41,6 +45,8 @@ struct Seen {
     at_start: Vec<u32>,
     while_delivering: Vec<u32>,
     idle_after: Vec<u32>,
+    /// Looks taken while some but not all messages had been delivered.
+    looks_mid_delivery: usize,
 }
 
 async fn deliver_watching_policies(batch: Option<&str>) -> Seen {
@@ -64,7 +70,12 @@ async fn deliver_watching_policies(batch: Option<&str>) -> Seen {
             "delivered {}",
             w.sink.accepted_count()
         );
-        for p in policies(&node) {
+        let delivered = w.sink.accepted_count();
+        let looked = policies(&node);
+        if delivered > 0 && !looked.is_empty() {
+            seen.looks_mid_delivery += 1;
+        }
+        for p in looked {
             if !seen.while_delivering.contains(&p) {
                 seen.while_delivering.push(p);
             }
