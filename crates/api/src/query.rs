@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -29,6 +30,34 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         parse_query(parts.uri.query().unwrap_or("")).map(Query)
+    }
+}
+
+/// A query string whose parameters are read after the handler's own first checks: a route
+/// whose path names a resource answers 404 for an unknown one (or 403 for a forbidden one)
+/// before it judges the parameters, as a client exploring ids expects. A NUL or a repeated
+/// parameter is refused at once, as everywhere.
+pub struct LaterQuery<T> {
+    raw: String,
+    of: PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> LaterQuery<T> {
+    pub fn parse(&self) -> Result<T, ApiError> {
+        parse_query(&self.raw)
+    }
+}
+
+impl<S: Send + Sync, T> FromRequestParts<S> for LaterQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let raw = parts.uri.query().unwrap_or("");
+        checked_query(raw)?;
+        Ok(LaterQuery {
+            raw: raw.to_owned(),
+            of: PhantomData,
+        })
     }
 }
 

@@ -20,7 +20,7 @@ use utoipa_axum::routes;
 
 use crate::auth::UserAuth;
 use crate::error::{ApiError, ApiResult};
-use crate::query::{Bounded, Query};
+use crate::query::{Bounded, LaterQuery};
 use crate::routes::members::{project_access, require_enabled, require_manager};
 use crate::state::AppState;
 
@@ -160,11 +160,11 @@ async fn billing_invoices(
     State(state): State<AppState>,
     auth: UserAuth,
     Path(id): Path<String>,
-    Query(q): Query<InvoicesQuery>,
+    q: LaterQuery<InvoicesQuery>,
 ) -> ApiResult<Json<Vec<InvoiceResponse>>> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
     require_manager(role)?;
-    let limit = q.limit.get();
+    let limit = q.parse()?.limit.get();
     let invoices = state
         .engine
         .invoices(project.id, limit)

@@ -20,7 +20,7 @@ use utoipa_axum::routes;
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
-use crate::query::{Limit, PageNumber, Query};
+use crate::query::{LaterQuery, Limit, PageNumber};
 use crate::routes::contacts::ContactResponse;
 use crate::state::AppState;
 
@@ -251,9 +251,10 @@ async fn segment_contacts(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
-    Query(q): Query<SegmentContactsQuery>,
+    q: LaterQuery<SegmentContactsQuery>,
 ) -> ApiResult<Json<SegmentContacts>> {
     let s = load(&state, &auth, &id).await?;
+    let q = q.parse()?;
     let page = q.page.get();
     let page_size = q.page_size.get();
     let now = state.engine.now();

@@ -26,7 +26,7 @@ use utoipa_axum::routes;
 use crate::auth::ProjectAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, path_id};
-use crate::query::{Bounded, Query, text};
+use crate::query::{Bounded, LaterQuery, text};
 use crate::state::AppState;
 
 mod rules;
@@ -348,10 +348,11 @@ async fn delete_step(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path((id, step)): Path<(String, String)>,
-    Query(q): Query<DeleteStepQuery>,
+    q: LaterQuery<DeleteStepQuery>,
 ) -> ApiResult<StatusCode> {
     let w = load(&state, &auth, &id).await?;
     let step_id = path_id(&step, "NOT_FOUND", "Step")?;
+    let q = q.parse()?;
     let splice = match q.splice.as_deref().unwrap_or("false") {
         "true" | "1" => true,
         "false" | "0" | "" => false,
@@ -477,9 +478,10 @@ async fn list_executions(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
-    Query(q): Query<ExecutionListQuery>,
+    q: LaterQuery<ExecutionListQuery>,
 ) -> ApiResult<Json<ExecutionList>> {
     let w = load(&state, &auth, &id).await?;
+    let q = q.parse()?;
     let status = match text(&q.status) {
         None => None,
         Some(s) => Some(ExecutionStatus::parse(s).ok_or_else(|| {
