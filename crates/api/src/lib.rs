@@ -45,6 +45,7 @@ pub fn documented() -> (Router<AppState>, serde_json::Value) {
     let (router, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::health::router())
         .merge(routes::accounts::router())
+        .merge(routes::signup::router())
         .merge(routes::account_tokens::router())
         .merge(routes::oauth::router())
         .merge(routes::members::router())

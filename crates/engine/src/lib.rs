@@ -4,6 +4,7 @@
 //! starts its background workers, which stop cleanly on shutdown.
 #![forbid(unsafe_code)]
 
+pub mod accounts;
 pub mod campaigns;
 pub mod contact_jobs;
 pub mod cpu_pool;

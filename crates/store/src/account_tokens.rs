@@ -1,13 +1,16 @@
 //! Single-use, expiring tokens mailed for email verification, password reset and
-//! invitations (only their SHA-256 is stored), the sign-in failure log, and the writes a
-//! consumed token causes, each in one transaction with the consumption.
+//! invitations (only their SHA-256 is stored), and the writes a consumed token causes, each in
+//! one transaction with the consumption.
+//!
+//! Invariant: a token that proves the address (verification, reset) also turns the address's
+//! pending invitations into memberships, in the same transaction ([`crate::invitations`]).
 
 use herald_core::ids::Uuid;
 use herald_core::kinds::{Role, TokenKind};
 use herald_core::time::Millis;
-use sqlx::FromRow;
 
-use crate::{Store, StoreError, StoreResult};
+use crate::invitations::join_invitations;
+use crate::{Store, StoreResult};
 
 #[derive(Clone, Debug)]
 pub struct NewToken {
@@ -17,17 +20,6 @@ pub struct NewToken {
     pub user_id: Option<Uuid>,
     pub project_id: Option<Uuid>,
     pub role: Option<Role>,
-    pub created_at: Millis,
-    pub expires_at: Millis,
-}
-
-/// A pending invitation of an address to a project.
-#[derive(Clone, Debug, FromRow)]
-pub struct Invitation {
-    pub project_id: Uuid,
-    pub email: String,
-    #[sqlx(try_from = "String")]
-    pub role: Role,
     pub created_at: Millis,
     pub expires_at: Millis,
 }
@@ -64,15 +56,16 @@ impl Store {
         Ok(n)
     }
 
-    /// Marks the email of the user named by a valid verification token verified; the token is
-    /// used up. `None` when the token is unknown, used, expired or of another kind.
+    /// Marks the email of the user named by a valid verification token verified and turns the
+    /// address's pending invitations into memberships; the token is used up. `None` when the
+    /// token is unknown, used, expired or of another kind.
     pub async fn verify_email_with_token(
         &self,
         token_hash: &str,
         now: Millis,
     ) -> StoreResult<Option<Uuid>> {
         let mut tx = self.begin().await?;
-        let user: Option<Uuid> = db_tx!(&mut tx, |conn| {
+        let user: Option<(Uuid, String)> = db_tx!(&mut tx, |conn| {
             let row: Option<(Option<Uuid>,)> = sqlx::query_as(
                 "UPDATE account_tokens SET used_at = $3 WHERE token_hash = $1 AND kind = $2 \
                  AND used_at IS NULL AND expires_at > $3 RETURNING user_id",
@@ -82,25 +75,31 @@ impl Store {
             .bind(now)
             .fetch_optional(&mut *conn)
             .await?;
-            let user = row.and_then(|(u,)| u);
-            if let Some(u) = user {
-                sqlx::query(
-                    "UPDATE users SET email_verified_at = COALESCE(email_verified_at, $2), \
-                     updated_at = $2 WHERE id = $1",
-                )
-                .bind(u)
-                .bind(now)
-                .execute(&mut *conn)
-                .await?;
+            match row.and_then(|(u,)| u) {
+                Some(u) => {
+                    let (email,): (String,) = sqlx::query_as(
+                        "UPDATE users SET email_verified_at = COALESCE(email_verified_at, $2), \
+                         updated_at = $2 WHERE id = $1 RETURNING email",
+                    )
+                    .bind(u)
+                    .bind(now)
+                    .fetch_one(&mut *conn)
+                    .await?;
+                    Some((u, email))
+                }
+                None => None,
             }
-            user
         });
+        if let Some((u, email)) = &user {
+            join_invitations(&mut tx, *u, email, now).await?;
+        }
         tx.commit().await?;
-        Ok(user)
+        Ok(user.map(|(u, _)| u))
     }
 
-    /// Sets a new password with a valid reset token, uses the token up and ends every session
-    /// of the user, in one transaction. `None` when the token is not valid.
+    /// Sets a new password with a valid reset token, uses the token up, ends every session of
+    /// the user and (the mail proved the address) turns its pending invitations into
+    /// memberships, in one transaction. `None` when the token is not valid.
     pub async fn reset_password_with_token(
         &self,
         token_hash: &str,
@@ -108,7 +107,7 @@ impl Store {
         now: Millis,
     ) -> StoreResult<Option<Uuid>> {
         let mut tx = self.begin().await?;
-        let user: Option<Uuid> = db_tx!(&mut tx, |conn| {
+        let user: Option<(Uuid, String)> = db_tx!(&mut tx, |conn| {
             let row: Option<(Option<Uuid>,)> = sqlx::query_as(
                 "UPDATE account_tokens SET used_at = $3 WHERE token_hash = $1 AND kind = $2 \
                  AND used_at IS NULL AND expires_at > $3 RETURNING user_id",
@@ -118,125 +117,32 @@ impl Store {
             .bind(now)
             .fetch_optional(&mut *conn)
             .await?;
-            let user = row.and_then(|(u,)| u);
-            if let Some(u) = user {
-                // The mail proved the address: a reset verifies it too.
-                sqlx::query(
-                    "UPDATE users SET password_hash = $2, updated_at = $3, \
-                     email_verified_at = COALESCE(email_verified_at, $3) WHERE id = $1",
-                )
-                .bind(u)
-                .bind(password_hash)
-                .bind(now)
-                .execute(&mut *conn)
-                .await?;
-                sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+            match row.and_then(|(u,)| u) {
+                Some(u) => {
+                    // The mail proved the address: a reset verifies it too.
+                    let (email,): (String,) = sqlx::query_as(
+                        "UPDATE users SET password_hash = $2, updated_at = $3, \
+                         email_verified_at = COALESCE(email_verified_at, $3) WHERE id = $1 \
+                         RETURNING email",
+                    )
                     .bind(u)
-                    .execute(&mut *conn)
+                    .bind(password_hash)
+                    .bind(now)
+                    .fetch_one(&mut *conn)
                     .await?;
-            }
-            user
-        });
-        tx.commit().await?;
-        Ok(user)
-    }
-
-    /// The invitation a token names, if valid (not used, not expired).
-    pub async fn invitation_by_token(
-        &self,
-        token_hash: &str,
-        now: Millis,
-    ) -> StoreResult<Option<Invitation>> {
-        let q = "SELECT project_id, email, role, created_at, expires_at FROM account_tokens \
-                 WHERE token_hash = $1 AND kind = $2 AND used_at IS NULL AND expires_at > $3 \
-                 AND project_id IS NOT NULL AND role IS NOT NULL";
-        Ok(db_read!(self, |pool| sqlx::query_as(q)
-            .bind(token_hash)
-            .bind(TokenKind::Invitation.as_str())
-            .bind(now)
-            .fetch_optional(pool)
-            .await?))
-    }
-
-    /// Joins `user` to every project with a valid invitation for `email` (on sign-up with
-    /// that address) and uses those invitations up; returns the projects joined.
-    pub async fn accept_invitations(
-        &self,
-        user: Uuid,
-        email: &str,
-        now: Millis,
-    ) -> StoreResult<Vec<Uuid>> {
-        let mut tx = self.begin().await?;
-        let joined = db_tx!(&mut tx, |conn| {
-            let rows: Vec<(Uuid, String)> = sqlx::query_as(
-                "UPDATE account_tokens SET used_at = $3 WHERE email = $1 AND kind = $2 \
-                 AND used_at IS NULL AND expires_at > $3 AND project_id IS NOT NULL \
-                 AND role IS NOT NULL RETURNING project_id, role",
-            )
-            .bind(email)
-            .bind(TokenKind::Invitation.as_str())
-            .bind(now)
-            .fetch_all(&mut *conn)
-            .await?;
-            let mut joined = Vec::new();
-            for (project, role) in rows {
-                let role = Role::parse(&role).map_err(|e| StoreError::Other(e.into()))?;
-                let done = sqlx::query(
-                    "INSERT INTO project_members (project_id, user_id, role, created_at) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, user_id) DO NOTHING",
-                )
-                .bind(project)
-                .bind(user)
-                .bind(role.as_str())
-                .bind(now)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected();
-                if done > 0 {
-                    joined.push(project);
+                    sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+                        .bind(u)
+                        .execute(&mut *conn)
+                        .await?;
+                    Some((u, email))
                 }
+                None => None,
             }
-            joined
         });
+        if let Some((u, email)) = &user {
+            join_invitations(&mut tx, *u, email, now).await?;
+        }
         tx.commit().await?;
-        Ok(joined)
-    }
-
-    /// Records a failed sign-in for `email`.
-    pub async fn record_login_failure(&self, email: &str, now: Millis) -> StoreResult<()> {
-        db_write!(self, |pool| {
-            sqlx::query("INSERT INTO login_failures (email, failed_at) VALUES ($1, $2)")
-                .bind(email)
-                .bind(now)
-                .execute(pool)
-                .await?;
-        });
-        Ok(())
-    }
-
-    /// The failed sign-ins of `email` since `since`: their count and the oldest one's time.
-    pub async fn login_failures_since(
-        &self,
-        email: &str,
-        since: Millis,
-    ) -> StoreResult<(i64, Option<Millis>)> {
-        let q = "SELECT COUNT(*), MIN(failed_at) FROM login_failures \
-                 WHERE email = $1 AND failed_at > $2";
-        Ok(db_read!(self, |pool| sqlx::query_as(q)
-            .bind(email)
-            .bind(since)
-            .fetch_one(pool)
-            .await?))
-    }
-
-    /// A successful sign-in forgets the failures.
-    pub async fn clear_login_failures(&self, email: &str) -> StoreResult<()> {
-        db_write!(self, |pool| {
-            sqlx::query("DELETE FROM login_failures WHERE email = $1")
-                .bind(email)
-                .execute(pool)
-                .await?;
-        });
-        Ok(())
+        Ok(user.map(|(u, _)| u))
     }
 }

@@ -95,20 +95,12 @@ const PROJECT_COLUMNS: &str = "id, name, public_key, secret_key_prefix, tracking
      disabled, disabled_reason, created_at, updated_at";
 
 impl Store {
+    /// Creates a user as given (its `email_verified_at` too); a taken address is
+    /// `StoreError::Conflict`.
     pub async fn create_user(&self, user: &User) -> StoreResult<()> {
-        db_write!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO users (id, email, password_hash, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $4)",
-            )
-            .bind(user.id)
-            .bind(&user.email)
-            .bind(&user.password_hash)
-            .bind(user.created_at)
-            .execute(pool)
-            .await?;
-        });
-        Ok(())
+        let mut tx = self.begin().await?;
+        insert_user(&mut tx, user).await?;
+        tx.commit().await
     }
 
     pub async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
@@ -298,6 +290,24 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Inside `tx`: inserts `user` as given; a taken address is `StoreError::Conflict`.
+pub(crate) async fn insert_user(tx: &mut crate::Tx, user: &User) -> StoreResult<()> {
+    db_tx!(tx, |conn| {
+        sqlx::query(
+            "INSERT INTO users (id, email, password_hash, created_at, updated_at, \
+             email_verified_at) VALUES ($1, $2, $3, $4, $4, $5)",
+        )
+        .bind(user.id)
+        .bind(&user.email)
+        .bind(&user.password_hash)
+        .bind(user.created_at)
+        .bind(user.email_verified_at)
+        .execute(&mut *conn)
+        .await?;
+    });
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,12 +2,15 @@
 //! user id (`subject`) names the identity, never the email.
 //!
 //! Invariants: one identity belongs to one user ((provider, subject) is the key); linking
-//! also marks the user's email verified, since only a provider-verified address is linked.
+//! also marks the user's email verified, since only a provider-verified address is linked, and
+//! an account whose address was not verified is taken over by the link (password cleared,
+//! sessions ended) rather than shared with whoever registered the address first.
 
 use herald_core::ids::Uuid;
 use herald_core::time::Millis;
 
 use crate::accounts::User;
+use crate::invitations::join_invitations;
 use crate::{Store, StoreResult};
 
 impl Store {
@@ -35,8 +38,13 @@ impl Store {
         }
     }
 
-    /// Links an identity to `user` (a no-op if that identity is already linked) and marks the
-    /// user's email verified, in one transaction.
+    /// Links an identity to `user`, found by the provider-verified address `email` (a no-op
+    /// if that identity is already linked), marks the address verified and joins its pending
+    /// invitations, in one transaction. If the user's address was not verified yet, the account
+    /// is taken over first, in the same transaction: its password is cleared and every session
+    /// ends (DECISIONS.md "Accounts": whoever registered the address without proving it keeps
+    /// nothing). The check is in the write itself, so a verification racing with the link
+    /// cannot slip between them.
     pub async fn link_oauth_identity(
         &self,
         provider: &str,
@@ -44,9 +52,24 @@ impl Store {
         user: Uuid,
         email: &str,
         now: Millis,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<OAuthLink> {
         let mut tx = self.begin().await?;
-        db_tx!(&mut tx, |conn| {
+        let taken_over = db_tx!(&mut tx, |conn| {
+            let taken: Option<(Uuid,)> = sqlx::query_as(
+                "UPDATE users SET password_hash = $2, updated_at = $3 \
+                 WHERE id = $1 AND email_verified_at IS NULL RETURNING id",
+            )
+            .bind(user)
+            .bind(User::NO_PASSWORD)
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await?;
+            if taken.is_some() {
+                sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+                    .bind(user)
+                    .execute(&mut *conn)
+                    .await?;
+            }
             sqlx::query(
                 "INSERT INTO oauth_identities (provider, subject, user_id, email, created_at, \
                  last_login_at) VALUES ($1, $2, $3, $4, $5, $5) \
@@ -67,8 +90,19 @@ impl Store {
             .bind(now)
             .execute(&mut *conn)
             .await?;
+            taken.is_some()
         });
+        let joined = join_invitations(&mut tx, user, email, now).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(OAuthLink { taken_over, joined })
     }
+}
+
+/// What linking an identity did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthLink {
+    /// The account's address was unverified: its password was cleared and its sessions ended.
+    pub taken_over: bool,
+    /// Projects joined through pending invitations of the address.
+    pub joined: Vec<Uuid>,
 }

@@ -9,8 +9,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::{ConnectInfo, Request};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::extract::{ConnectInfo, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
@@ -70,15 +71,19 @@ pub fn check(state: &AppState, req: &Request) -> Option<Response> {
 }
 
 fn client_address(state: &AppState, req: &Request) -> Option<IpAddr> {
-    let peer = req
-        .extensions()
+    client_of(state, req.extensions(), req.headers())
+}
+
+/// The client address of a request: the TCP peer's, or the last `X-Forwarded-For` hop when
+/// the peer is a trusted proxy. `None` without a peer (a request not from a socket).
+fn client_of(state: &AppState, extensions: &Extensions, headers: &HeaderMap) -> Option<IpAddr> {
+    let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())?;
     if !state.settings.trusted_proxies.contains(&peer) {
         return Some(peer);
     }
-    let forwarded = req
-        .headers()
+    let forwarded = headers
         .get_all("x-forwarded-for")
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -86,4 +91,32 @@ fn client_address(state: &AppState, req: &Request) -> Option<IpAddr> {
         .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
         .next_back();
     Some(forwarded.unwrap_or(peer))
+}
+
+/// The client address of the request, computed as for the limits above (for the sign-in
+/// slow-down, which counts per account and client address).
+#[derive(Clone, Copy, Debug)]
+pub struct ClientAddress(pub Option<IpAddr>);
+
+impl ClientAddress {
+    /// The address as stored with a failed sign-in; `unknown` without a peer.
+    pub fn key(&self) -> String {
+        self.0
+            .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string())
+    }
+}
+
+impl FromRequestParts<AppState> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddress(client_of(
+            state,
+            &parts.extensions,
+            &parts.headers,
+        )))
+    }
 }

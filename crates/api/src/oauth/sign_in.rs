@@ -1,20 +1,19 @@
-//! Which Herald user a provider account signs in as.
-//!
-//! In order: the user its identity is linked to; else the user with its verified address,
-//! linking the identity (the provider proved the address, so it is marked verified too); else
-//! a new user without a password, created the way sign-up creates one (`DISABLE_SIGNUPS`
-//! refuses it; invitations to the address become memberships). An account whose provider
-//! reports no verified address signs in only through an identity linked before.
+//! Which Herald user a provider account signs in as: `Engine::oauth_sign_in` decides (the
+//! linked identity; else the account with the provider-verified address, taken over when that
+//! address was never verified; else a new user without a password, joining the address's
+//! invitations). Here: the provider's answer in, the API's errors out. `DISABLE_SIGNUPS`
+//! refuses a new user; an account whose provider reports no verified address signs in only
+//! through an identity linked before.
 
 use axum::http::StatusCode;
 use herald_core::email::EmailAddress;
-use herald_store::StoreError;
+use herald_engine::accounts::{OAuthSignInError, ProviderIdentity};
 use herald_store::accounts::User;
 
 use super::Provider;
 use super::provider_api::ProviderAccount;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::accounts::{insert_user, refuse_if_signups_disabled};
+use crate::routes::signup::signups_disabled;
 use crate::state::AppState;
 
 fn unverified(provider: Provider) -> ApiError {
@@ -32,50 +31,26 @@ fn unverified(provider: Provider) -> ApiError {
     ))
 }
 
-/// The user `account` signs in as (created or linked if need be).
+/// The user `account` signs in as (created, linked or taken over if need be).
 pub async fn user_for(
     state: &AppState,
     provider: Provider,
     account: &ProviderAccount,
 ) -> ApiResult<User> {
-    let now = state.engine.now();
-    if let Some(user) = state
-        .store
-        .sign_in_oauth_identity(provider.id(), &account.subject, now)
-        .await?
-    {
-        return Ok(user);
-    }
     let email = account
         .verified_email
         .as_deref()
-        .and_then(|e| EmailAddress::parse(e).ok())
-        .ok_or_else(|| unverified(provider))?;
-    let user = match state.store.user_by_email(email.as_str()).await? {
-        Some(u) => u,
-        None => {
-            refuse_if_signups_disabled(state)?;
-            match insert_user(state, &email, User::NO_PASSWORD.to_owned()).await {
-                Ok(u) => u,
-                // Created by a concurrent sign-in or sign-up meanwhile: link to that one.
-                Err(StoreError::Conflict(_)) => state
-                    .store
-                    .user_by_email(email.as_str())
-                    .await?
-                    .ok_or_else(|| ApiError::internal("user vanished after a conflict"))?,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        .and_then(|e| EmailAddress::parse(e).ok());
+    let identity = ProviderIdentity {
+        provider: provider.id(),
+        subject: &account.subject,
+        verified_email: email.as_ref(),
     };
-    state
-        .store
-        .link_oauth_identity(
-            provider.id(),
-            &account.subject,
-            user.id,
-            email.as_str(),
-            now,
-        )
-        .await?;
-    Ok(user)
+    let signups_open = !state.settings.disable_signups;
+    match state.engine.oauth_sign_in(identity, signups_open).await {
+        Ok(user) => Ok(user),
+        Err(OAuthSignInError::NoVerifiedEmail) => Err(unverified(provider)),
+        Err(OAuthSignInError::SignUpsDisabled) => Err(signups_disabled()),
+        Err(OAuthSignInError::Store(e)) => Err(e.into()),
+    }
 }

@@ -1,7 +1,8 @@
 //! The small server-rendered pages the links of account mail open (DECISIONS.md "Accounts"):
 //! `GET|POST /verify-email?token=`, `GET|POST /reset-password?token=`,
 //! `GET|POST /signup?invitation=`. Their forms post back to the same path, whose handler runs
-//! the API's own code (`account_tokens::apply_*`, `accounts::create_account`); no JavaScript.
+//! the API's own code (`account_tokens::apply_*`, `signup::create_account` with the
+//! invitation token, which verifies the address and joins the project); no JavaScript.
 //! Same look and languages as the list pages ([`crate::pages`]): the page's `lang` parameter
 //! (the mail's link carries the mail's language), else `Accept-Language`, else English
 //! ([`crate::language`]); the forms carry it in a hidden `lang` field to the page they post to.
@@ -24,7 +25,7 @@ use crate::error::ApiError;
 use crate::language::RequestLanguage;
 use crate::pages::{self, button_form, document, paragraph, password_form, status};
 use crate::routes::account_tokens::{apply_reset, apply_verification};
-use crate::routes::accounts::{Credentials, create_account};
+use crate::routes::signup::{SignupRequest, create_account};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -218,11 +219,13 @@ async fn signup_submit(
         Ok(None) => return error_page(lang, &crate::routes::account_tokens::invalid_token()),
         Err(e) => return error_page(lang, &ApiError::from(e)),
     };
-    let credentials = Credentials {
+    // The token goes along: it is what proves the mailbox and joins the project.
+    let signup = SignupRequest {
         email: Some(invitation.email.clone()),
         password: Some(field(&fields, "password")),
+        invitation: Some(token),
     };
-    match create_account(&state, credentials, lang).await {
+    match create_account(&state, signup, lang).await {
         Ok((_, cookie)) => {
             let mut res = page(
                 lang,

@@ -1,34 +1,31 @@
-//! Sign-up, sign-in, the current user, and the user's projects with their keys.
+//! Sign-in, the current user, and the user's projects with their keys (sign-up is in
+//! [`super::signup`]).
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use herald_core::account_i18n::AccountStrings;
 use herald_core::email::EmailAddress;
 use herald_core::ids::{Uuid, new_id};
-use herald_core::kinds::{TokenKind, TrackingMode};
+use herald_core::kinds::TrackingMode;
 use herald_core::time::iso;
-use herald_store::StoreError;
 use herald_store::accounts::{Project, ProjectChanges, User};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::account_mail::{TokenFor, send_token_mail};
+use crate::auth::client_limit::ClientAddress;
 use crate::auth::keys::NewKeys;
 use crate::auth::login_throttle;
 use crate::auth::session::SessionKeys;
 use crate::auth::{MaybeSession, Role, UserAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
-use crate::language::RequestLanguage;
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(signup))
         .routes(routes!(login))
         .routes(routes!(logout))
         .routes(routes!(me))
@@ -108,35 +105,6 @@ impl ProjectResponse {
     }
 }
 
-fn parse_credentials(c: Credentials) -> ApiResult<(EmailAddress, String)> {
-    let mut errors = Vec::new();
-    let email = match c.email.as_deref().map(EmailAddress::parse) {
-        Some(Ok(e)) => Some(e),
-        Some(Err(e)) => {
-            errors.push(crate::error::FieldError::new(
-                "email",
-                e.to_string(),
-                "invalid_email",
-            ));
-            None
-        }
-        None => {
-            errors.push(crate::error::FieldError::new(
-                "email",
-                "email is required",
-                "required",
-            ));
-            None
-        }
-    };
-    let password = c.password.unwrap_or_default();
-    errors.extend(password_error("password", &password));
-    match email {
-        Some(e) if errors.is_empty() => Ok((e, password)),
-        _ => Err(ApiError::validation(errors)),
-    }
-}
-
 /// The error of a password outside 8 to 256 characters, under `field`.
 pub(crate) fn password_error(field: &str, password: &str) -> Option<crate::error::FieldError> {
     (password.chars().count() < 8 || password.len() > 256).then(|| {
@@ -148,100 +116,8 @@ pub(crate) fn password_error(field: &str, password: &str) -> Option<crate::error
     })
 }
 
-fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Response {
+pub(crate) fn with_cookie(status: StatusCode, cookie: String, body: impl Serialize) -> Response {
     (status, [(header::SET_COOKIE, cookie)], Json(body)).into_response()
-}
-
-/// Creates an account and signs it in (unless sign-in waits for a verified address).
-#[utoipa::path(post, path = "/auth/signup", tag = "account", request_body = Credentials,
-    responses((status = 201, body = UserResponse), (status = 403, description = "Sign-ups disabled"), (status = 409),
-        (status = 429, description = "RATE_LIMIT_EXCEEDED: too many sign-ins waiting for a password check")))]
-async fn signup(
-    State(state): State<AppState>,
-    lang: RequestLanguage,
-    ApiJson(body): ApiJson<Credentials>,
-) -> ApiResult<Response> {
-    let (user, cookie) = create_account(&state, body, lang.0).await?;
-    Ok(match cookie {
-        Some(c) => with_cookie(StatusCode::CREATED, c, UserResponse::from(&user)),
-        None => (StatusCode::CREATED, Json(UserResponse::from(&user))).into_response(),
-    })
-}
-
-/// Sign-up (the API and the invitation page): creates the user, turns invitations to the
-/// address into memberships, mails the verification link (in `lang`), and opens a session
-/// unless sign-in waits for a verified address.
-pub(crate) async fn create_account(
-    state: &AppState,
-    body: Credentials,
-    lang: &'static AccountStrings,
-) -> ApiResult<(User, Option<String>)> {
-    refuse_if_signups_disabled(state)?;
-    let (email, password) = parse_credentials(body)?;
-    let password_hash = state.passwords.hash(password).await?;
-    let user = match insert_user(state, &email, password_hash).await {
-        Err(StoreError::Conflict(_)) => {
-            return Err(ApiError::conflict(
-                "An account with this email already exists",
-            ));
-        }
-        other => other?,
-    };
-    send_token_mail(
-        state,
-        TokenKind::VerifyEmail,
-        &email,
-        TokenFor {
-            user: Some(user.id),
-            project: None,
-        },
-        None,
-        lang,
-    )
-    .await?;
-    if state.settings.require_email_verification {
-        // No session until the address is proven.
-        return Ok((user, None));
-    }
-    let cookie = start_session(state, user.id).await?;
-    Ok((user, Some(cookie)))
-}
-
-/// 403 `FORBIDDEN` when `DISABLE_SIGNUPS` is set (sign-up, the invitation page, and OAuth
-/// sign-in of an address with no account).
-pub(crate) fn refuse_if_signups_disabled(state: &AppState) -> ApiResult<()> {
-    if state.settings.disable_signups {
-        return Err(ApiError::forbidden(
-            "FORBIDDEN",
-            "Sign-ups are disabled on this server",
-        ));
-    }
-    Ok(())
-}
-
-/// Creates a user (`password_hash` may be [`User::NO_PASSWORD`]) and turns the invitations to
-/// its address into memberships: what every way of signing up shares. A taken address is
-/// `StoreError::Conflict`.
-pub(crate) async fn insert_user(
-    state: &AppState,
-    email: &EmailAddress,
-    password_hash: String,
-) -> Result<User, StoreError> {
-    let now = state.engine.now();
-    let user = User {
-        id: new_id(),
-        email: email.as_str().to_owned(),
-        password_hash,
-        created_at: now,
-        email_verified_at: None,
-    };
-    state.store.create_user(&user).await?;
-    // Invitations to this address become memberships now.
-    state
-        .store
-        .accept_invitations(user.id, user.email.as_str(), now)
-        .await?;
-    Ok(user)
 }
 
 /// Opens a server-side session for `user`; the `Set-Cookie` value carrying it.
@@ -261,6 +137,7 @@ pub(crate) async fn start_session(state: &AppState, user: Uuid) -> ApiResult<Str
         (status = 429, description = "RATE_LIMIT_EXCEEDED: too many sign-ins waiting for a password check")))]
 async fn login(
     State(state): State<AppState>,
+    client: ClientAddress,
     ApiJson(body): ApiJson<Credentials>,
 ) -> ApiResult<Response> {
     let invalid = || ApiError::unauthorized("INVALID_CREDENTIALS", "Invalid email or password");
@@ -270,7 +147,7 @@ async fn login(
         .and_then(|e| EmailAddress::parse(e).ok());
     let password = body.password.unwrap_or_default();
     if let Some(e) = &email {
-        login_throttle::check(&state, e.as_str()).await?;
+        login_throttle::check(&state, e.as_str(), &client).await?;
     }
     let user = match &email {
         Some(e) => state.store.user_by_email(e.as_str()).await?,
@@ -285,11 +162,11 @@ async fn login(
     let ok = state.passwords.verify(password, hash).await?;
     let Some(user) = user.filter(|_| ok) else {
         if let Some(e) = &email {
-            login_throttle::failed(&state, e.as_str()).await?;
+            login_throttle::failed(&state, e.as_str(), &client).await?;
         }
         return Err(invalid());
     };
-    login_throttle::succeeded(&state, user.email.as_str()).await?;
+    login_throttle::succeeded(&state, user.email.as_str(), &client).await?;
     if state.settings.require_email_verification && user.email_verified_at.is_none() {
         return Err(ApiError::forbidden(
             "EMAIL_VERIFICATION_REQUIRED",
@@ -496,13 +373,7 @@ async fn delete_project(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let (id, role) = role_in(&state, auth.user, &id).await?;
-    if role != Role::Owner {
-        return Err(ApiError::forbidden(
-            "FORBIDDEN",
-            "Only the project's owner can delete it",
-        ));
-    }
-    state.store.delete_project(id).await?;
+    state.engine.delete_project(role, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

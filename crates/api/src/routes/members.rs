@@ -1,14 +1,13 @@
 //! Project members (DECISIONS.md "Accounts"): `GET/POST /projects/{id}/members`,
 //! `PATCH/DELETE /projects/{id}/members/{userId}`.
 //!
-//! Rules:
-//! - Only OWNERs and ADMINs manage members (a MEMBER: 403 `FORBIDDEN`); a signed-in user who
-//!   is not a member of the project: 403 `PROJECT_ACCESS_DENIED`.
-//! - Only an OWNER grants, changes or removes the OWNER role.
-//! - The last OWNER can be neither removed nor demoted (409).
-//! - Inviting an existing user adds them at once (201 with the member); a new address gets an
-//!   invitation mail and joins when it signs up with that address (202).
-//! - A disabled project refuses these writes (403 `PROJECT_DISABLED`).
+//! The rules are the engine's (`herald_engine::accounts::members`): only OWNERs and ADMINs
+//! manage members (a MEMBER: 403 `FORBIDDEN`), only an OWNER grants, changes or removes the
+//! OWNER role (403 `FORBIDDEN`), the last OWNER can be neither removed nor demoted (409). Here:
+//! a signed-in user who is not a member of the project is 403 `PROJECT_ACCESS_DENIED`; a
+//! disabled project refuses these writes (403 `PROJECT_DISABLED`); inviting an existing user
+//! adds them at once (201 with the member), a new address gets an invitation mail and joins
+//! when it signs up through the mail's link, whose token proves the address (202).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -18,9 +17,9 @@ use herald_core::email::EmailAddress;
 use herald_core::ids::Uuid;
 use herald_core::kinds::{Role, TokenKind};
 use herald_core::time::iso;
-use herald_store::StoreError;
+use herald_engine::accounts::{MemberAddition, MemberError};
 use herald_store::accounts::Project;
-use herald_store::members::{Member, MemberChangeError};
+use herald_store::members::Member;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -147,16 +146,33 @@ fn parse_role(raw: Option<&str>, default: Option<Role>) -> ApiResult<Role> {
     }
 }
 
-fn owner_only() -> ApiError {
-    ApiError::forbidden(
-        "FORBIDDEN",
-        "Only an owner can grant, change or remove the owner role",
-    )
-}
-
-fn last_owner() -> ApiError {
-    ApiError::conflict("The last owner of a project can be neither removed nor demoted")
-        .with_suggestion("Make another member an owner first")
+impl From<MemberError> for ApiError {
+    fn from(e: MemberError) -> Self {
+        match e {
+            MemberError::NotManager => ApiError::forbidden(
+                "FORBIDDEN",
+                "Only an owner or admin of the project can do this",
+            ),
+            MemberError::OwnerOnly(action) => ApiError::forbidden("FORBIDDEN", action),
+            MemberError::LastOwner => {
+                ApiError::conflict("The last owner of a project can be neither removed nor demoted")
+                    .with_suggestion("Make another member an owner first")
+            }
+            MemberError::NotFound => ApiError::not_found("NOT_FOUND", "Member"),
+            MemberError::AlreadyMember => ApiError::conflict("This user is already a member"),
+            MemberError::Confirmation { given: None } => ApiError::field(
+                "confirmation",
+                "confirmation is required: the project's name",
+                "required",
+            ),
+            MemberError::Confirmation { given: Some(_) } => ApiError::field(
+                "confirmation",
+                "confirmation must be the project's name",
+                "mismatch",
+            ),
+            MemberError::Store(e) => e.into(),
+        }
+    }
 }
 
 /// Members of the project with their roles.
@@ -168,8 +184,7 @@ async fn list_members(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<MemberResponse>>> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
-    require_manager(role)?;
-    let members = state.store.list_members(project.id).await?;
+    let members = state.engine.project_members(role, project.id).await?;
     Ok(Json(members.iter().map(MemberResponse::from).collect()))
 }
 
@@ -186,7 +201,6 @@ async fn invite_member(
     ApiJson(body): ApiJson<InviteRequest>,
 ) -> ApiResult<Response> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
-    require_manager(role)?;
     require_enabled(&project)?;
     let mut errors: Vec<FieldError> = Vec::new();
     let email = match body.email.as_deref().map(EmailAddress::parse) {
@@ -206,26 +220,11 @@ async fn invite_member(
     let (Some(email), Some(new_role)) = (email, new_role) else {
         return Err(ApiError::validation(errors));
     };
-    if new_role == Role::Owner && role != Role::Owner {
-        return Err(owner_only());
-    }
-    let now = state.engine.now();
-    if let Some(user) = state.store.user_by_email(email.as_str()).await? {
-        match state
-            .store
-            .add_member(project.id, user.id, new_role, now)
-            .await
-        {
-            Err(StoreError::Conflict(_)) => {
-                return Err(ApiError::conflict("This user is already a member"));
-            }
-            other => other?,
-        }
-        let member = state
-            .store
-            .member(project.id, user.id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Member"))?;
+    let added = state
+        .engine
+        .add_member(role, project.id, &email, new_role)
+        .await?;
+    if let MemberAddition::Joined(member) = added {
         return Ok((StatusCode::CREATED, Json(MemberResponse::from(&member))).into_response());
     }
     let whom = TokenFor {
@@ -253,21 +252,8 @@ async fn invite_member(
         .into_response())
 }
 
-async fn target_member(state: &AppState, project: &Project, raw_user: &str) -> ApiResult<Member> {
-    let user = path_id(raw_user, "NOT_FOUND", "Member")?;
-    state
-        .store
-        .member(project.id, user)
-        .await?
-        .ok_or_else(|| ApiError::not_found("NOT_FOUND", "Member"))
-}
-
-fn change_error(e: MemberChangeError) -> ApiError {
-    match e {
-        MemberChangeError::NotFound => ApiError::not_found("NOT_FOUND", "Member"),
-        MemberChangeError::LastOwner => last_owner(),
-        MemberChangeError::Store(e) => e.into(),
-    }
+fn member_id(raw: &str) -> ApiResult<Uuid> {
+    path_id(raw, "NOT_FOUND", "Member")
 }
 
 /// Changes a member's role.
@@ -281,19 +267,12 @@ async fn update_member(
     ApiJson(body): ApiJson<RoleRequest>,
 ) -> ApiResult<Json<MemberResponse>> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
-    require_manager(role)?;
     require_enabled(&project)?;
     let new_role = parse_role(body.role.as_deref(), None)?;
-    let target = target_member(&state, &project, &user_id).await?;
-    if (target.role == Role::Owner || new_role == Role::Owner) && role != Role::Owner {
-        return Err(owner_only());
-    }
-    state
-        .store
-        .change_member(project.id, target.user_id, Some(new_role))
-        .await
-        .map_err(change_error)?;
-    let member = target_member(&state, &project, &user_id).await?;
+    let member = state
+        .engine
+        .set_member_role(role, project.id, member_id(&user_id)?, new_role)
+        .await?;
     Ok(Json(MemberResponse::from(&member)))
 }
 
@@ -307,16 +286,10 @@ async fn remove_member(
     Path((id, user_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
-    require_manager(role)?;
     require_enabled(&project)?;
-    let target = target_member(&state, &project, &user_id).await?;
-    if target.role == Role::Owner && role != Role::Owner {
-        return Err(owner_only());
-    }
     state
-        .store
-        .change_member(project.id, target.user_id, None)
-        .await
-        .map_err(change_error)?;
+        .engine
+        .remove_member(role, project.id, member_id(&user_id)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

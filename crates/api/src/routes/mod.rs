@@ -26,6 +26,7 @@ pub mod segments;
 pub mod send;
 pub mod send_attachments;
 pub mod send_parse;
+pub mod signup;
 pub mod templates;
 pub mod track;
 pub mod tracking;

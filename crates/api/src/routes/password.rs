@@ -1,6 +1,7 @@
 //! `POST /users/@me/password {currentPassword, newPassword}`: a signed-in user changes their
 //! password. The current password is checked (on the hashing pool, like a login; a wrong one
-//! counts as a failed login for the account's slow-down), the new one follows the signup rule,
+//! counts as a failed login of the account from the caller's address, for the slow-down), the
+//! new one follows the signup rule,
 //! and every other session of the user ends server-side (DECISIONS.md "Accounts": a password
 //! change invalidates sessions); the caller's own session stays.
 
@@ -12,6 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::UserAuth;
+use crate::auth::client_limit::ClientAddress;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::ApiJson;
 use crate::routes::account_tokens::Done;
@@ -38,6 +40,7 @@ pub struct PasswordChange {
 async fn change_password(
     State(state): State<AppState>,
     auth: UserAuth,
+    client: ClientAddress,
     ApiJson(body): ApiJson<PasswordChange>,
 ) -> ApiResult<Json<Done>> {
     let new = body.new_password.unwrap_or_default();
@@ -48,7 +51,7 @@ async fn change_password(
         state.store.user_by_id(auth.user).await?.ok_or_else(|| {
             ApiError::unauthorized("UNAUTHORIZED", "The account no longer exists")
         })?;
-    crate::auth::login_throttle::check(&state, user.email.as_str()).await?;
+    crate::auth::login_throttle::check(&state, user.email.as_str(), &client).await?;
     let ok = state
         .passwords
         .verify(
@@ -57,7 +60,7 @@ async fn change_password(
         )
         .await?;
     if !ok {
-        crate::auth::login_throttle::failed(&state, user.email.as_str()).await?;
+        crate::auth::login_throttle::failed(&state, user.email.as_str(), &client).await?;
         return Err(ApiError::validation(vec![FieldError::new(
             "currentPassword",
             "the current password is not right",

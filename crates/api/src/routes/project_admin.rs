@@ -5,14 +5,13 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use herald_core::kinds::Role;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::UserAuth;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::ApiJson;
 use crate::routes::members::{project_access, require_enabled};
 use crate::state::AppState;
@@ -46,31 +45,11 @@ async fn reset_project(
     ApiJson(body): ApiJson<ProjectResetRequest>,
 ) -> ApiResult<Json<ResetResponse>> {
     let (project, role) = project_access(&state, auth.user, &id).await?;
-    if role != Role::Owner {
-        return Err(ApiError::forbidden(
-            "FORBIDDEN",
-            "Only an owner can reset the project",
-        ));
-    }
     require_enabled(&project)?;
-    match body.confirmation.as_deref() {
-        Some(c) if c == project.name => {}
-        Some(_) => {
-            return Err(ApiError::field(
-                "confirmation",
-                "confirmation must be the project's name",
-                "mismatch",
-            ));
-        }
-        None => {
-            return Err(ApiError::field(
-                "confirmation",
-                "confirmation is required: the project's name",
-                "required",
-            ));
-        }
-    }
-    state.store.reset_project(project.id).await?;
+    state
+        .engine
+        .reset_project(role, &project, body.confirmation.as_deref())
+        .await?;
     Ok(Json(ResetResponse { success: true }))
 }
 

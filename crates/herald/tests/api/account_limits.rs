@@ -1,5 +1,5 @@
 //! Rate limits of the unauthenticated account routes: per client address and route, and the
-//! failed-sign-in slow-down per account, both 429 with `Retry-After`.
+//! failed-sign-in slow-down per account and client address, both 429 with `Retry-After`.
 
 use serde_json::json;
 
@@ -11,6 +11,7 @@ both_engines!(
     unauthenticated_routes_are_limited_per_client_and_route,
     a_trusted_proxy_names_the_client,
     five_failed_sign_ins_slow_the_account_down,
+    failed_sign_ins_from_one_address_do_not_lock_the_owner_out,
 );
 
 async fn unauthenticated_routes_are_limited_per_client_and_route(engine: Engine) {
@@ -94,4 +95,42 @@ async fn five_failed_sign_ins_slow_the_account_down(engine: Engine) {
     expect_json(res, 200).await;
     let (_, res) = login(&app, "target@example.com", "wrong password").await;
     expect_error(res, 401, "INVALID_CREDENTIALS").await;
+}
+
+/// Wrong passwords from one client address slow down that address only: the owner, elsewhere,
+/// still signs in. A success resets its own address's count, not another's.
+async fn failed_sign_ins_from_one_address_do_not_lock_the_owner_out(engine: Engine) {
+    let app = engine
+        .app_with(|c| c.trusted_proxies = vec!["127.0.0.1".into()])
+        .await;
+    app.signup("owner@example.com").await;
+    let login_from = |ip: &'static str, password: &'static str| {
+        app.client
+            .post(app.url("/auth/login"))
+            .header("x-forwarded-for", ip)
+            .json(&json!({"email": "owner@example.com", "password": password}))
+            .send()
+    };
+    let (attacker, owner) = ("203.0.113.66", "198.51.100.7");
+    for _ in 0..5 {
+        let res = login_from(attacker, "wrong password").await.unwrap();
+        expect_error(res, 401, "INVALID_CREDENTIALS").await;
+    }
+    let res = login_from(attacker, PASSWORD).await.unwrap();
+    assert!(res.headers().contains_key("retry-after"));
+    expect_error(res, 429, "RATE_LIMIT_EXCEEDED").await;
+    expect_json(login_from(owner, PASSWORD).await.unwrap(), 200).await;
+    // The owner's success does not unlock the attacker's address.
+    let res = login_from(attacker, PASSWORD).await.unwrap();
+    expect_error(res, 429, "RATE_LIMIT_EXCEEDED").await;
+    // A success resets its own address's count: four failures, a success, four more, and the
+    // right password still works.
+    for round in 0..2 {
+        for _ in 0..4 {
+            let res = login_from(owner, "wrong password").await.unwrap();
+            expect_error(res, 401, "INVALID_CREDENTIALS").await;
+        }
+        let res = login_from(owner, PASSWORD).await.unwrap();
+        assert_eq!(res.status(), 200, "round {round}");
+    }
 }

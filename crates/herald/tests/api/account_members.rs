@@ -1,8 +1,12 @@
-//! Project members: invitations (existing users at once, new addresses on sign-up), role
-//! changes, the last owner, and a matrix of role x endpoint.
+//! Project members: invitations (existing users at once, new addresses through the
+//! invitation's link or once their address is verified), role changes, the last owner, the
+//! engine's owner rules, and a matrix of role x endpoint.
 
 use reqwest::{Client, Method};
 use serde_json::{Value, json};
+
+use herald_core::kinds::Role;
+use herald_engine::accounts::MemberError;
 
 use crate::account_setup::{PASSWORD, post_json, wait_mails};
 use crate::both_engines;
@@ -10,11 +14,13 @@ use crate::helpers::{Engine, TestApp, cookie_client, error_fields, expect_error,
 
 both_engines!(
     an_existing_user_joins_at_once_and_is_listed,
-    a_new_address_is_invited_and_joins_on_signup,
+    a_sign_up_with_the_invitation_token_joins_at_once,
+    a_sign_up_without_the_invitation_token_joins_only_once_verified,
     the_last_owner_can_be_neither_removed_nor_demoted,
     only_an_owner_touches_the_owner_role,
     strangers_are_denied_and_bad_input_is_a_422,
     roles_are_enforced_on_every_management_endpoint,
+    the_owner_rules_are_the_engines_own,
 );
 
 async fn call(
@@ -102,41 +108,113 @@ async fn an_existing_user_joins_at_once_and_is_listed(engine: Engine) {
     expect_error(again, 409, "CONFLICT").await;
 }
 
-async fn a_new_address_is_invited_and_joins_on_signup(engine: Engine) {
-    let app = engine.app().await;
-    let p = app.project().await;
+/// Invites `email` as `role` into `p` (a new address: 202) and returns the mailed token.
+async fn invite(app: &TestApp, p: &crate::helpers::TestProject, email: &str, role: &str) -> String {
     let path = format!("/projects/{}/members", p.id);
-    let res = call(
-        &app,
-        &p.owner,
-        Method::POST,
-        &path,
-        Some(json!({"email": "newbie@example.com", "role": "ADMIN"})),
+    let body = json!({"email": email, "role": role});
+    let invited = expect_json(
+        call(app, &p.owner, Method::POST, &path, Some(body)).await,
+        202,
     )
     .await;
-    let invited = expect_json(res, 202).await;
     assert_eq!(invited["invited"], true);
-    let mail = &wait_mails(&app, "newbie@example.com", "invited", 1).await[0];
+    let mail = &wait_mails(app, email, "invited", 1).await[0];
     assert!(mail.html.contains("/signup?invitation="), "{}", mail.html);
-    assert_eq!(mail.token("signup?invitation").len(), 64);
-    let c = cookie_client();
-    expect_json(
-        post_json(
-            &app,
-            &c,
-            "/auth/signup",
-            json!({"email": "newbie@example.com", "password": PASSWORD}),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let token = mail.token("signup?invitation");
+    assert_eq!(token.len(), 64);
+    token
+}
+
+async fn projects_of(app: &TestApp, c: &Client) -> Vec<Value> {
     let mine = expect_json(
-        call(&app, &c, Method::GET, "/users/@me/projects", None).await,
+        call(app, c, Method::GET, "/users/@me/projects", None).await,
         200,
     )
     .await;
-    assert_eq!(mine.as_array().unwrap().len(), 1);
+    mine.as_array().unwrap().clone()
+}
+
+/// The invitation's token proves the mailbox: the account is verified and in the project at
+/// once. The token fits only its own address and works once.
+async fn a_sign_up_with_the_invitation_token_joins_at_once(engine: Engine) {
+    let app = engine.app().await;
+    let p = app.project().await;
+    let token = invite(&app, &p, "newbie@example.com", "ADMIN").await;
+    let c = cookie_client();
+    // Another address cannot use it.
+    let body = json!({"email": "other@example.com", "password": PASSWORD, "invitation": token});
+    let res = post_json(&app, &c, "/auth/signup", body).await;
+    let err = expect_error(res, 422, "VALIDATION_ERROR").await;
+    assert_eq!(error_fields(&err), vec!["invitation"]);
+    let body = json!({"email": "newbie@example.com", "password": PASSWORD, "invitation": "ffff"});
+    expect_error(
+        post_json(&app, &c, "/auth/signup", body).await,
+        400,
+        "INVALID_TOKEN",
+    )
+    .await;
+    let body = json!({"email": "newbie@example.com", "password": PASSWORD, "invitation": token});
+    expect_json(post_json(&app, &c, "/auth/signup", body).await, 201).await;
+    let mine = projects_of(&app, &c).await;
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0]["id"], p.id.as_str());
+    assert_eq!(mine[0]["role"], "ADMIN");
+    let user = app
+        .store
+        .user_by_email("newbie@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        user.email_verified_at.is_some(),
+        "the link proved the address"
+    );
+    // Used up.
+    let body = json!({"email": "other@example.com", "password": PASSWORD, "invitation": token});
+    expect_error(
+        post_json(&app, &c, "/auth/signup", body).await,
+        400,
+        "INVALID_TOKEN",
+    )
+    .await;
+}
+
+/// Whoever signs up first with an invited address, without the link, gets nothing; the
+/// address's owner joins once the address is verified.
+async fn a_sign_up_without_the_invitation_token_joins_only_once_verified(engine: Engine) {
+    let app = engine.app().await;
+    let p = app.project().await;
+    invite(&app, &p, "late@example.com", "ADMIN").await;
+    let c = cookie_client();
+    let body = json!({"email": "late@example.com", "password": PASSWORD});
+    expect_json(post_json(&app, &c, "/auth/signup", body).await, 201).await;
+    assert!(
+        projects_of(&app, &c).await.is_empty(),
+        "not a member before verifying"
+    );
+    let members = expect_json(
+        call(
+            &app,
+            &p.owner,
+            Method::GET,
+            &format!("/projects/{}/members", p.id),
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(members.as_array().unwrap().len(), 1, "{members}");
+    let token =
+        wait_mails(&app, "late@example.com", "Verify", 1).await[0].token("verify-email?token");
+    expect_json(
+        post_json(&app, &c, "/auth/verify-email", json!({"token": token})).await,
+        200,
+    )
+    .await;
+    let mine = projects_of(&app, &c).await;
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0]["id"], p.id.as_str());
     assert_eq!(mine[0]["role"], "ADMIN");
 }
 
@@ -418,4 +496,80 @@ async fn roles_are_enforced_on_every_management_endpoint(engine: Engine) {
             expect_error(res, 403, "FORBIDDEN").await;
         }
     }
+}
+
+/// The dashboard calls the engine's service functions, not the handlers: the owner rules hold
+/// there on their own.
+async fn the_owner_rules_are_the_engines_own(engine: Engine) {
+    let app = engine.app().await;
+    let (id, owner, _admin, admin_id) = with_member(&app, "ADMIN").await;
+    let pid: uuid::Uuid = id.parse().unwrap();
+    let admin_id: uuid::Uuid = admin_id.parse().unwrap();
+    let project = app.store.project_by_id(pid).await.unwrap().unwrap();
+    let list = expect_json(
+        call(
+            &app,
+            &owner,
+            Method::GET,
+            &format!("/projects/{id}/members"),
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let owner_id: uuid::Uuid = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "OWNER")
+        .unwrap()["userId"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let e = app.engine.delete_project(Role::Admin, pid).await;
+    assert!(matches!(e, Err(MemberError::OwnerOnly(_))), "{e:?}");
+    let e = app
+        .engine
+        .reset_project(Role::Admin, &project, Some(project.name.as_str()))
+        .await;
+    assert!(matches!(e, Err(MemberError::OwnerOnly(_))), "{e:?}");
+    let e = app
+        .engine
+        .reset_project(Role::Owner, &project, Some("not the name"))
+        .await;
+    assert!(matches!(e, Err(MemberError::Confirmation { .. })), "{e:?}");
+    let e = app
+        .engine
+        .set_member_role(Role::Admin, pid, owner_id, Role::Member)
+        .await;
+    assert!(matches!(e, Err(MemberError::OwnerOnly(_))), "{e:?}");
+    let e = app
+        .engine
+        .set_member_role(Role::Admin, pid, admin_id, Role::Owner)
+        .await;
+    assert!(matches!(e, Err(MemberError::OwnerOnly(_))), "{e:?}");
+    let e = app.engine.remove_member(Role::Member, pid, admin_id).await;
+    assert!(matches!(e, Err(MemberError::NotManager)), "{e:?}");
+    let e = app
+        .engine
+        .set_member_role(Role::Owner, pid, owner_id, Role::Admin)
+        .await;
+    assert!(matches!(e, Err(MemberError::LastOwner)), "{e:?}");
+    let e = app.engine.remove_member(Role::Owner, pid, owner_id).await;
+    assert!(matches!(e, Err(MemberError::LastOwner)), "{e:?}");
+    // An owner may do each of these.
+    let m = app
+        .engine
+        .set_member_role(Role::Owner, pid, admin_id, Role::Owner)
+        .await
+        .unwrap();
+    assert_eq!(m.role, Role::Owner);
+    app.engine
+        .remove_member(Role::Owner, pid, owner_id)
+        .await
+        .unwrap();
+    app.engine.delete_project(Role::Owner, pid).await.unwrap();
+    assert!(app.store.project_by_id(pid).await.unwrap().is_none());
 }

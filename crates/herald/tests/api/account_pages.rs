@@ -148,6 +148,14 @@ async fn the_invitation_page_creates_the_account_in_the_project(engine: Engine) 
     )
     .await;
     assert_eq!(status, 201, "{html}");
+    // The page carried the token: it proved the mailbox.
+    let user = app
+        .store
+        .user_by_email("invitee@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(user.email_verified_at.is_some());
     let (client, res) = login(&app, "invitee@example.com", PASSWORD).await;
     expect_json(res, 200).await;
     let mine = expect_json(

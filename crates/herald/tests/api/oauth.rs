@@ -1,6 +1,6 @@
 //! OAuth sign-in against a loopback stand-in for GitHub and Google (`oauth_provider.rs`): the
 //! redirect, the state's checks, the code exchange, and which user signs in (new, linked by
-//! email, or found by identity).
+//! email to a verified account, taking over an unverified one, or found by identity).
 
 use std::time::Duration;
 
@@ -17,7 +17,8 @@ both_engines!(
     oauth_config_lists_no_provider_by_default,
     oauth_config_lists_the_configured_providers,
     github_sign_in_creates_a_user_and_finds_the_identity_again,
-    google_sign_in_links_an_existing_email_user,
+    google_sign_in_links_a_verified_account_and_keeps_its_password,
+    google_sign_in_takes_over_an_unverified_password_account,
     an_oauth_user_has_no_password_until_a_reset_sets_one,
     a_tampered_expired_or_foreign_state_is_refused,
     provider_failures_answer_clean_errors,
@@ -344,7 +345,9 @@ async fn github_sign_in_creates_a_user_and_finds_the_identity_again(engine: Engi
     no_user(&app, "renamed@example.com").await;
 }
 
-async fn google_sign_in_links_an_existing_email_user(engine: Engine) {
+/// A verified account is its address's owner: the identity links to it, its password and
+/// sessions stay.
+async fn google_sign_in_links_a_verified_account_and_keeps_its_password(engine: Engine) {
     let (app, p) = app_with_providers(engine).await;
     let c = app.signup("gina@example.com").await;
     let before = expect_json(
@@ -353,13 +356,13 @@ async fn google_sign_in_links_an_existing_email_user(engine: Engine) {
         200,
     )
     .await;
-    let unverified = app
-        .store
-        .user_by_email("gina@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(unverified.email_verified_at.is_none());
+    let token = crate::account_setup::wait_mails(&app, "gina@example.com", "Verify", 1).await[0]
+        .token("verify-email?token");
+    expect_json(
+        post_json(&app, &c, "/auth/verify-email", json!({"token": token})).await,
+        200,
+    )
+    .await;
 
     let s = start(&app, "google").await;
     assert!(s.location.starts_with(&format!("{}/google/auth?", p.base)));
@@ -382,24 +385,86 @@ async fn google_sign_in_links_an_existing_email_user(engine: Engine) {
         p.received("/google/userinfo")[0].authorization.as_deref(),
         Some("Bearer at-123")
     );
-    let linked = app
-        .store
-        .user_by_email("gina@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        linked.email_verified_at.is_some(),
-        "Google verified the address"
-    );
-    // The password still works, and the identity now finds the user even with a new address.
+    // The password and the earlier session still work, and the identity now finds the user
+    // even with a new address.
     let (_, res) = login(&app, "gina@example.com", PASSWORD).await;
     assert_eq!(res.status(), 200);
+    assert_eq!(crate::account_setup::me_status(&app, &c).await, 200);
     p.set(|a| a.google_user = google_user("g-sub-1", "gina.new@example.com", true));
     assert_eq!(
         me(&app, &sign_in(&app, "google").await).await["id"],
         before["id"]
     );
+}
+
+/// Anybody can sign up with an address they do not own. When the address's owner signs in
+/// with a provider that verified it, the account becomes theirs alone: the password that was
+/// set without proof no longer signs in, the sessions opened with it end, and invitations to
+/// the address (which the unproven sign-up did not join) are joined.
+async fn google_sign_in_takes_over_an_unverified_password_account(engine: Engine) {
+    let (app, _p) = app_with_providers(engine).await;
+    let project = app.project().await;
+    expect_json(
+        app.call_with(
+            &project.owner,
+            reqwest::Method::POST,
+            &format!("/projects/{}/members", project.id),
+            None,
+            Some(&json!({"email": "gina@example.com", "role": "ADMIN"})),
+        )
+        .await,
+        202,
+    )
+    .await;
+    let squatter = app.signup("gina@example.com").await;
+    let squatted = expect_json(
+        app.call_with(
+            &squatter,
+            reqwest::Method::GET,
+            "/users/@me/projects",
+            None,
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(squatted, json!([]), "an unproven sign-up joins nothing");
+    let before = app
+        .store
+        .user_by_email("gina@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(before.email_verified_at.is_none());
+
+    let session = sign_in(&app, "google").await;
+    let user = me(&app, &session).await;
+    assert_eq!(user["id"], before.id.to_string(), "the same account");
+    let (_, res) = login(&app, "gina@example.com", PASSWORD).await;
+    expect_error(res, 401, "INVALID_CREDENTIALS").await;
+    assert_eq!(
+        crate::account_setup::me_status(&app, &squatter).await,
+        401,
+        "the squatter's session ended"
+    );
+    let after = app
+        .store
+        .user_by_email("gina@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!after.has_password());
+    assert!(after.email_verified_at.is_some());
+    let res = manual()
+        .get(app.url("/users/@me/projects"))
+        .header("cookie", format!("herald_session={session}"))
+        .send()
+        .await
+        .unwrap();
+    let projects = expect_json(res, 200).await;
+    assert_eq!(projects[0]["id"], project.id.as_str(), "{projects}");
+    assert_eq!(projects[0]["role"], "ADMIN");
 }
 
 async fn an_oauth_user_has_no_password_until_a_reset_sets_one(engine: Engine) {

@@ -294,6 +294,8 @@ const LOOSER_THAN_THE_HANDLER: &[&str] = &[
     // buckets).
     "POST /auth/verify-email",
     "POST /auth/reset-password",
+    // `invitation` (optional) is a mailed token too.
+    "POST /auth/signup",
     "POST /webhooks/notifications",
     "POST /webhooks/incoming/payments",
     "POST /contacts/import",
