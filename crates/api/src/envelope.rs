@@ -56,6 +56,9 @@ fn render(err: &ApiError, request_id: &str, original: Response) -> Response {
     if !err.errors.is_empty() {
         error["errors"] = json!(err.errors);
     }
+    if let Some(d) = &err.details {
+        error["details"] = (**d).clone();
+    }
     if let Some(s) = &err.suggestion {
         error["suggestion"] = json!(s);
     }

@@ -41,6 +41,9 @@ pub struct ApiError {
     pub suggestion: Option<String>,
     /// Seconds for a `Retry-After` header (429, 503).
     pub retry_after: Option<u64>,
+    /// Machine-readable facts about the error (`error.details`), e.g. what keeps a domain in use.
+    /// Boxed: rare, and every handler's `Result` carries an `ApiError`'s size.
+    pub details: Option<Box<serde_json::Value>>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -54,7 +57,13 @@ impl ApiError {
             errors: Vec::new(),
             suggestion: None,
             retry_after: None,
+            details: None,
         }
+    }
+
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(Box::new(details));
+        self
     }
 
     pub fn with_retry_after(mut self, secs: u64) -> Self {

@@ -46,6 +46,11 @@ pub struct ErrorDetail {
     /// Field-level details (validation errors).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<FieldError>>,
+    /// Machine-readable facts about the error, when the code has any (e.g. `DOMAIN_IN_USE`:
+    /// `{campaigns: [{id, name}], workflows: [{id, name}]}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
 }

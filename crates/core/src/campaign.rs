@@ -6,6 +6,9 @@
 //! SENDING; SENDING → SENT once every recipient's message is terminal; SCHEDULED or SENDING →
 //! (cancel) CANCELLED. "Active" is SCHEDULED or SENDING: an active campaign cannot be deleted
 //! and keeps its segment from being deleted. Only DRAFT and SCHEDULED campaigns are edited.
+//!
+//! A fan-out that stops on its own ([`StoppedReason`]) is not a cancel: the campaign stays
+//! SENDING until what was queued (and billed) is delivered, then ends SENT with the reason.
 
 use serde::{Deserialize, Serialize};
 
@@ -106,6 +109,39 @@ impl AudienceType {
     }
 }
 
+/// Why a fan-out stopped before the end of its audience, on its own (never a user's cancel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StoppedReason {
+    /// The project's monthly campaigns limit was reached.
+    BillingLimit,
+    /// The audience no longer resolves (its segment is gone, its filter no longer parses).
+    AudienceError,
+    /// The fan-out failed for another reason, every retry included (the detail is kept).
+    FanoutError,
+}
+
+impl StoppedReason {
+    pub const ALL: [StoppedReason; 3] = [
+        StoppedReason::BillingLimit,
+        StoppedReason::AudienceError,
+        StoppedReason::FanoutError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoppedReason::BillingLimit => "BILLING_LIMIT",
+            StoppedReason::AudienceError => "AUDIENCE_ERROR",
+            StoppedReason::FanoutError => "FANOUT_ERROR",
+        }
+    }
+
+    /// The stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
 /// Longest campaign name and description, in characters.
 pub const NAME_MAX: usize = 200;
 pub const DESCRIPTION_MAX: usize = 2000;
@@ -140,6 +176,14 @@ mod tests {
         assert!(Scheduled.can_cancel() && Sending.can_cancel() && !Draft.can_cancel());
         assert!(!Sending.can_delete() && Sent.can_delete() && Cancelled.can_delete());
         assert!(Draft.is_editable() && !Sending.is_editable() && !Sent.is_editable());
+    }
+
+    #[test]
+    fn stopped_reasons_round_trip() {
+        for r in StoppedReason::ALL {
+            assert_eq!(StoppedReason::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(StoppedReason::parse("billing_limit"), None);
     }
 
     #[test]

@@ -12,11 +12,19 @@
 //! committed page: every recipient is queued exactly once. A cancel is seen at the next page
 //! (read inside the page's transaction), and delivery skips the campaign's messages not yet
 //! handed over.
+//!
+//! A fan-out that stops on its own is not a cancel (DECISIONS.md "Campaigns"): the billing
+//! limit reached at a page, an audience that no longer resolves (checked when the run starts
+//! and, for a segment, in every page's transaction), or a failure that outlived its retries
+//! ends the fan-out with a [`StoppedReason`] (`store_campaigns::stop_fanout`); the campaign
+//! stays SENDING, so what was already queued, and billed, is delivered, and then ends SENT.
+
+mod send;
 
 use std::time::Duration;
 
 use herald_core::billing::Category;
-use herald_core::campaign::CampaignStatus;
+use herald_core::campaign::{AudienceType, CampaignStatus, StoppedReason};
 use herald_core::email::EmailAddress;
 use herald_core::filter::Filter;
 use herald_core::ids::Uuid;
@@ -30,6 +38,8 @@ use tokio::sync::watch;
 
 use crate::Engine;
 use crate::send::accept::{Addressee, CampaignMessage, MessageSpec, Rendered, Staged};
+
+pub use send::CampaignSendError;
 
 /// How often the worker looks for due fan-outs and finished campaigns.
 const POLL: Duration = Duration::from_millis(500);
@@ -90,6 +100,25 @@ impl Held<'_> {
         } else {
             Ok(None)
         }
+    }
+
+    /// Stops the fan-out in `tx` (see [`store_campaigns::stop_fanout`]) and acks the job.
+    async fn stop(&self, mut tx: Tx, reason: StoppedReason, detail: &str) -> StoreResult<()> {
+        let now = self.engine.now();
+        tracing::warn!(campaign = %self.campaign_id, reason = reason.as_str(), detail, "campaign fan-out stopped");
+        store_campaigns::stop_fanout(
+            &mut tx,
+            self.project_id,
+            self.campaign_id,
+            reason,
+            detail,
+            now,
+        )
+        .await?;
+        if jobs::complete(&mut tx, self.job.id, self.job.lease_token).await? {
+            tx.commit().await?;
+        }
+        Ok(())
     }
 
     /// Acks the job (the fan-out has nothing more to do).
@@ -181,7 +210,15 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
             _ => return held.complete().await,
         }
         if audience.is_none() {
-            audience = Some(prepare(engine, &campaign).await?);
+            match prepare(engine, &campaign).await? {
+                Ok(prepared) => audience = Some(prepared),
+                Err((reason, detail)) => {
+                    return match held.begin().await? {
+                        Some(tx) => held.stop(tx, reason, &detail).await,
+                        None => Ok(()),
+                    };
+                }
+            }
         }
         let Some((filter, spec)) = &audience else {
             continue;
@@ -201,7 +238,12 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
         };
         let (len, done) = (page.len(), page.len() < size as usize);
         let next_after = page.last().map(|(c, _)| c.id);
-        let (written, next) = tokio::join!(write_page(held, spec, page, done, now), async {
+        let segment = match campaign.content.audience_type {
+            AudienceType::Segment => campaign.content.segment_id,
+            _ => None,
+        };
+        let write = write_page(held, spec, segment, page, done, now);
+        let (written, next) = tokio::join!(write, async {
             match done {
                 true => Ok(None),
                 false => read(next_after).await.map(Some),
@@ -248,15 +290,17 @@ enum Written {
     Page,
     /// Nothing written: the campaign is no longer SENDING; the caller looks again.
     Recheck,
-    /// The fan-out ends here: the lease is lost, or the campaign was given up.
+    /// The fan-out ends here: the lease is lost, or the fan-out stopped on its own.
     Stop,
 }
 
 /// Queues one page in one transaction: its messages and send jobs, the billing count, the
-/// checkpoint and, for the last page, the job's ack.
+/// checkpoint and, for the last page, the job's ack. A page the billing limit does not allow,
+/// or one of a SEGMENT audience (`segment`) whose segment is gone, stops the fan-out instead.
 async fn write_page(
     held: &Held<'_>,
     spec: &MessageSpec,
+    segment: Option<Uuid>,
     page: Vec<(Contact, Rendered)>,
     done: bool,
     now: i64,
@@ -272,14 +316,18 @@ async fn write_page(
         // Cancelled (or deleted) since the read above: queue nothing; the loop acks.
         return Ok(Written::Recheck);
     }
+    if let Some(segment) = segment
+        && !store_campaigns::segment_exists_in_tx(&mut tx, held.project_id, segment).await?
+    {
+        let detail = "the campaign's segment was deleted";
+        held.stop(tx, StoppedReason::AudienceError, detail).await?;
+        return Ok(Written::Stop);
+    }
     let category = Category::Campaigns;
     let adding = page.len() as i64;
     if !billing::allows(&mut tx, held.project_id, category, adding, now).await? {
-        let reason = "the project's monthly campaigns limit is reached";
-        store_campaigns::give_up(&mut tx, held.project_id, held.campaign_id, reason, now).await?;
-        if jobs::complete(&mut tx, held.job.id, held.job.lease_token).await? {
-            tx.commit().await?;
-        }
+        let detail = "the project's monthly campaigns limit is reached";
+        held.stop(tx, StoppedReason::BillingLimit, detail).await?;
         return Ok(Written::Stop);
     }
     let emails: Vec<&str> = page.iter().map(|(c, _)| c.email.as_str()).collect();
@@ -329,16 +377,25 @@ async fn audience_filter(engine: &Engine, campaign: &Campaign) -> StoreResult<Op
         .map_err(|why| invalid(&why))
 }
 
+/// Why a fan-out cannot run at all: no retry would change it.
+type Unrunnable = (StoppedReason, String);
+
 /// The campaign's audience filter and its message, resolved once per fan-out run (a SENDING
-/// campaign can no longer be edited).
+/// campaign can no longer be edited); `Err` when the campaign cannot be sent (its audience no
+/// longer resolves, its sender is not an address).
 async fn prepare(
     engine: &Engine,
     campaign: &Campaign,
-) -> StoreResult<(Option<Filter>, MessageSpec)> {
+) -> StoreResult<Result<(Option<Filter>, MessageSpec), Unrunnable>> {
     let c = &campaign.content;
-    let filter = audience_filter(engine, campaign).await?;
-    let from = EmailAddress::parse(&c.from_email)
-        .map_err(|_| invalid("the campaign's sender is not a valid address"))?;
+    let filter = match engine.store.campaign_audience(campaign).await? {
+        Ok(filter) => filter,
+        Err(why) => return Ok(Err((StoppedReason::AudienceError, why))),
+    };
+    let Ok(from) = EmailAddress::parse(&c.from_email) else {
+        let why = "the campaign's sender is not a valid address".to_owned();
+        return Ok(Err((StoppedReason::FanoutError, why)));
+    };
     let spec = MessageSpec::campaign(
         CampaignMessage {
             project_id: campaign.project_id,
@@ -351,7 +408,7 @@ async fn prepare(
         },
         &engine.links,
     );
-    Ok((filter, spec))
+    Ok(Ok((filter, spec)))
 }
 
 impl Engine {
@@ -373,15 +430,16 @@ fn invalid(why: &str) -> StoreError {
 }
 
 /// Retries a failed attempt with backoff, or, once the attempts are spent, dead-letters the
-/// job and ends the campaign CANCELLED with the reason (what was queued still goes out).
+/// job and stops the fan-out (FANOUT_ERROR, with the error): what was queued still goes out.
 async fn settle_error(engine: &Engine, job: &Job, campaign: Option<(Uuid, Uuid)>, error: &str) {
     let now = engine.now();
     let result: StoreResult<()> = async {
         let dead = crate::job_lease::settle_failure(engine, job, error, campaign.is_none());
         if let Some(mut tx) = dead.await? {
             if let Some((project_id, id)) = campaign {
-                let reason = format!("the fan-out failed: {error}");
-                store_campaigns::give_up(&mut tx, project_id, id, &reason, now).await?;
+                let detail = format!("the fan-out failed: {error}");
+                let reason = StoppedReason::FanoutError;
+                store_campaigns::stop_fanout(&mut tx, project_id, id, reason, &detail, now).await?;
             }
             tx.commit().await?;
         }

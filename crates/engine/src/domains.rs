@@ -22,7 +22,7 @@ use herald_core::email::valid_domain;
 use herald_core::ids::{Uuid, new_id};
 use herald_store::StoreError;
 use herald_store::domains::{
-    CONFLICT_ALREADY_ADDED, CONFLICT_VERIFIED_ELSEWHERE, DomainDeletion, NewDomain,
+    CONFLICT_ALREADY_ADDED, CONFLICT_VERIFIED_ELSEWHERE, DomainDeletion, DomainUsers, NewDomain,
 };
 
 pub use check::run_periodic_checks;
@@ -57,8 +57,8 @@ pub enum DomainError {
     VerifiedElsewhere { domain: String },
     #[error("domain not found")]
     NotFound,
-    #[error("{domain} is used by a template of this project")]
-    InUse { domain: String },
+    #[error("{domain} is in use by {}; cancel those campaigns or disable those workflows first", users_text(.users))]
+    InUse { domain: String, users: DomainUsers },
     #[error("the DNS resolver did not answer in time; nothing was changed")]
     DnsTimeout,
     #[error("DNS lookup failed: {0}; nothing was changed")]
@@ -67,6 +67,19 @@ pub enum DomainError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
+}
+
+/// `campaign "Spring" (id), workflow "Welcome" (id)`: what holds a domain, for people.
+fn users_text(users: &DomainUsers) -> String {
+    let campaigns = users
+        .campaigns
+        .iter()
+        .map(|(id, name)| format!("campaign {name:?} ({id})"));
+    let workflows = users
+        .workflows
+        .iter()
+        .map(|(id, name)| format!("workflow {name:?} ({id})"));
+    campaigns.chain(workflows).collect::<Vec<_>>().join(", ")
 }
 
 /// Lower-cases, strips one trailing dot, turns an internationalised name into its `xn--`
@@ -148,7 +161,7 @@ impl crate::Engine {
         Ok(domains.into_iter().map(|d| self.domain_view(d)).collect())
     }
 
-    /// Removes a domain (refused while a template sends from it).
+    /// Removes a domain (refused while an active campaign or an enabled workflow sends from it).
     pub async fn delete_domain(&self, project_id: Uuid, id: Uuid) -> Result<(), DomainError> {
         let Some(domain) = self.store.domain(project_id, id).await? else {
             return Err(DomainError::NotFound);
@@ -159,8 +172,9 @@ impl crate::Engine {
                 Ok(())
             }
             DomainDeletion::NotFound => Err(DomainError::NotFound),
-            DomainDeletion::InUse => Err(DomainError::InUse {
+            DomainDeletion::InUse(users) => Err(DomainError::InUse {
                 domain: domain.domain,
+                users,
             }),
         }
     }

@@ -133,6 +133,7 @@ impl Application {
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut workers = if self.workers {
+            remove_stale_outbox_temps(&self.engine);
             self.engine.spawn_workers(stop_rx)
         } else {
             tokio::task::JoinSet::new()
@@ -145,6 +146,19 @@ impl Application {
         while workers.join_next().await.is_some() {}
         self.store.close().await;
         Ok(())
+    }
+}
+
+/// Removes the outbox's temporary files left by a process killed mid-write. Only a process
+/// that runs the workers writes the outbox, and it does so only once they start, so before
+/// that no temporary file there can be in use (an API-only node beside it keeps its hands off).
+fn remove_stale_outbox_temps(engine: &Engine) {
+    if let herald_mail::transport::Transport::Outbox(outbox) = &engine.transport {
+        match outbox.remove_stale_temps() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, "removed stale temporary files from the outbox"),
+            Err(e) => tracing::warn!(error = %e, "cleaning the outbox of temporary files failed"),
+        }
     }
 }
 

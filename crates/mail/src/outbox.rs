@@ -15,6 +15,12 @@
 //!   deliveries created files in one directory at once, and the kernel's directory lock and
 //!   inode allocation took about a fifth of both cores, more than the DKIM signatures
 //!   (`perf`; docs/benchmarks.md, `send --concurrent`).
+//! - Temporary files are named `.<key>.eml.<random>.tmp`, never a key's own name (keys cannot
+//!   start with a dot), so [`OutboxTransport::list`] and readers never see one. A process killed
+//!   between a temporary file's creation and its rename leaves it behind;
+//!   [`OutboxTransport::remove_stale_temps`] removes those at startup, before this process
+//!   writes anything (a data directory belongs to one running server, so at that moment no
+//!   writer can own one).
 
 use std::fs::File;
 use std::io::{self, Write as _};
@@ -30,6 +36,13 @@ use crate::transport::TransportError;
 pub const MAX_BATCH: usize = 256;
 
 const EML: &str = ".eml";
+
+const TMP: &str = ".tmp";
+
+/// Whether `name` is one of the writer's temporary files (`.<key>.eml.<random>.tmp`).
+fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(TMP) && name.contains(EML)
+}
 
 /// Messages kept on disk as `<dir>/<key>.eml`; nothing leaves the machine.
 #[derive(Debug, Clone)]
@@ -121,6 +134,32 @@ impl OutboxTransport {
             }
             queue
         })
+    }
+
+    /// Removes the temporary files a killed process left in the outbox directory (only those,
+    /// only there; `.eml` files are untouched); returns how many. Call it at startup, before
+    /// the first send of this process: a temporary file being written would be removed too.
+    /// A missing directory has none.
+    pub fn remove_stale_temps(&self) -> io::Result<usize> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry?;
+            let is_temp = entry.file_name().to_str().is_some_and(is_temp_name);
+            if !is_temp || !entry.file_type()?.is_file() {
+                continue;
+            }
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(removed)
     }
 
     /// The bytes stored under `key`.
@@ -220,7 +259,7 @@ fn write_temp(dir: &Path, path: &Path, data: &[u8]) -> io::Result<(PathBuf, File
         .and_then(|n| n.to_str())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
     let tmp = dir.join(format!(
-        ".{file_name}.{}.tmp",
+        ".{file_name}.{}{TMP}",
         uuid::Uuid::new_v4().simple()
     ));
     let open = || {
@@ -257,6 +296,39 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Temporary files left by a killed writer go; messages, other files and directories stay.
+    #[test]
+    fn stale_temporary_files_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = OutboxTransport::new(dir.path().join("outbox"));
+        assert_eq!(outbox.remove_stale_temps().unwrap(), 0, "no directory yet");
+        let d = outbox.dir().to_owned();
+        std::fs::create_dir_all(&d).unwrap();
+        let stale = [
+            ".m1.eml.0123456789abcdef0123456789abcdef.tmp",
+            ".m2.eml.fedcba9876543210fedcba9876543210.tmp",
+        ];
+        for name in stale {
+            std::fs::write(d.join(name), b"half a message").unwrap();
+        }
+        let kept = ["m1.eml", "m3.eml", "notes.tmp", "README"];
+        for name in kept {
+            std::fs::write(d.join(name), b"whole").unwrap();
+        }
+        std::fs::create_dir(d.join(".sub.eml.x.tmp")).unwrap();
+        assert_eq!(outbox.remove_stale_temps().unwrap(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [".sub.eml.x.tmp", "README", "m1.eml", "m3.eml", "notes.tmp"]
+        );
+        assert_eq!(outbox.read("m1").unwrap(), b"whole");
+    }
 
     /// Concurrent messages share group commits; one that cannot be written (its name is taken
     /// by a directory) fails alone, and no temporary file is left.

@@ -1,5 +1,5 @@
 //! Project entries of the activity feed: things that happened to a project rather than to one
-//! contact (a domain verified or unverified). `feed.rs` reads them with the contact events.
+//! contact (a domain verified or unverified, a campaign's fan-out stopped on its own). `feed.rs` reads them with the contact events.
 //!
 //! Invariants:
 //! - Entries are append-only and written in the transaction of the change they describe, so an
@@ -17,6 +17,14 @@ use crate::{StoreResult, Tx};
 pub const DOMAIN_VERIFIED: &str = "domain.verified";
 /// A verified domain lost its records (or its reserved status no longer applies).
 pub const DOMAIN_UNVERIFIED: &str = "domain.unverified";
+
+/// A campaign's fan-out stopped before the end of its audience (billing limit, audience error).
+pub const CAMPAIGN_STOPPED: &str = "campaign.stopped";
+
+/// Whether entries of `kind` are project entries (this table) rather than contact events.
+pub fn is_project_kind(kind: &str) -> bool {
+    kind.starts_with("domain.") || kind.starts_with("campaign.")
+}
 
 /// Appends an entry inside `tx`.
 pub async fn insert_activity(

@@ -10,7 +10,7 @@
 mod fanout;
 mod lifecycle;
 
-use herald_core::campaign::{AudienceType, CampaignStatus};
+use herald_core::campaign::{AudienceType, CampaignStatus, StoppedReason};
 use herald_core::filter::Filter;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
@@ -20,7 +20,10 @@ use sqlx::{AssertSqlSafe, FromRow};
 
 use crate::audience::member_of;
 
-pub use fanout::{FANOUT_JOB, PageRecord, finish_sent, give_up, record_page, start_if_due};
+pub use fanout::{
+    FANOUT_JOB, PageRecord, finish_sent, record_page, segment_exists_in_tx, start_if_due,
+    stop_fanout,
+};
 pub use lifecycle::{CancelOutcome, DeleteOutcome, Outcome, SendOutcome, status_in_tx};
 
 use crate::{Store, StoreError, StoreResult};
@@ -38,7 +41,9 @@ pub struct Campaign {
     pub fanout_job_id: Option<Uuid>,
     pub fanout_after: Option<Uuid>,
     pub fanout_done: bool,
-    /// Why the fan-out gave up, if it did.
+    /// Why the fan-out stopped before the end of the audience, if it did (the campaign still
+    /// ends SENT once what was queued is delivered), and the detail.
+    pub stopped_reason: Option<StoppedReason>,
     pub fanout_error: Option<String>,
     pub total_recipients: i64,
     pub skipped_recipients: i64,
@@ -85,6 +90,7 @@ struct Row {
     fanout_after: Option<Uuid>,
     fanout_done: bool,
     fanout_error: Option<String>,
+    stopped_reason: Option<String>,
     total_recipients: i64,
     skipped_recipients: i64,
     created_at: Millis,
@@ -101,6 +107,11 @@ impl TryFrom<Row> for Campaign {
         let status = CampaignStatus::parse(&r.status).ok_or_else(|| bad("status", &r.status))?;
         let audience_type = AudienceType::parse(&r.audience_type)
             .ok_or_else(|| bad("audience type", &r.audience_type))?;
+        let stopped_reason = r
+            .stopped_reason
+            .as_deref()
+            .map(|v| StoppedReason::parse(v).ok_or_else(|| bad("stopped reason", v)))
+            .transpose()?;
         Ok(Campaign {
             id: r.id,
             project_id: r.project_id,
@@ -124,6 +135,7 @@ impl TryFrom<Row> for Campaign {
             fanout_job_id: r.fanout_job_id,
             fanout_after: r.fanout_after,
             fanout_done: r.fanout_done,
+            stopped_reason,
             fanout_error: r.fanout_error,
             total_recipients: r.total_recipients,
             skipped_recipients: r.skipped_recipients,
@@ -136,7 +148,7 @@ impl TryFrom<Row> for Campaign {
 pub(crate) const COLUMNS: &str = "id, project_id, name, description, subject, body, from_email, \
      from_name, reply_to, audience_type, segment_id, audience_filter, status, scheduled_at, \
      started_at, finished_at, cancelled_at, fanout_job_id, fanout_after, fanout_done, \
-     fanout_error, total_recipients, skipped_recipients, created_at, updated_at";
+     fanout_error, stopped_reason, total_recipients, skipped_recipients, created_at, updated_at";
 
 /// Binds the eleven columns of [`CampaignContent`] (name ... audience_filter, with
 /// `from_domain`), in the order create and replace list them.

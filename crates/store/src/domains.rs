@@ -64,12 +64,21 @@ pub struct NewDomain<'a> {
     pub now: Millis,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DomainDeletion {
     Deleted,
     NotFound,
-    /// A template of the project sends from it.
-    InUse,
+    /// Something that sends in the background sends from it.
+    InUse(DomainUsers),
+}
+
+/// What keeps a domain from being deleted, each as `(id, name)` ordered by name: the project's
+/// SCHEDULED or SENDING campaigns whose sender is on it, and its enabled workflows with a
+/// SEND_EMAIL step whose template's sender is on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DomainUsers {
+    pub campaigns: Vec<(Uuid, String)>,
+    pub workflows: Vec<(Uuid, String)>,
 }
 
 pub(crate) fn activity_data(id: Uuid, domain: &str, reason: &str) -> Value {
@@ -205,7 +214,10 @@ impl Store {
         Ok(row.map(|r| r.0))
     }
 
-    /// Deletes a domain unless a template of the project sends from it.
+    /// Deletes a domain unless something that sends in the background sends from it
+    /// ([`DomainUsers`]). The check runs in the deletion's transaction, after the domain row is
+    /// locked (PostgreSQL; SQLite's single writer serialises). A template alone does not hold
+    /// a domain: a send naming it is refused while its sender is not on a verified domain.
     pub async fn delete_domain(&self, project_id: Uuid, id: Uuid) -> StoreResult<DomainDeletion> {
         let mut tx = self.begin().await?;
         let lock = sql(
@@ -223,19 +235,34 @@ impl Store {
         let Some((domain,)) = row else {
             return Ok(DomainDeletion::NotFound);
         };
-        // Campaigns do not exist yet; when they do, an unfinished campaign sending from this
-        // domain must block the deletion here too.
-        let used: Option<(Uuid,)> = db_tx!(&mut tx, |conn| {
+        let campaigns: Vec<(Uuid, String)> = db_tx!(&mut tx, |conn| {
             sqlx::query_as(
-                "SELECT id FROM templates WHERE project_id = $1 AND from_domain = $2 LIMIT 1",
+                "SELECT id, name FROM campaigns WHERE project_id = $1 AND from_domain = $2 \
+                 AND status IN ('SCHEDULED', 'SENDING') ORDER BY name, id",
             )
             .bind(project_id)
             .bind(&domain)
-            .fetch_optional(&mut *conn)
+            .fetch_all(&mut *conn)
             .await?
         });
-        if used.is_some() {
-            return Ok(DomainDeletion::InUse);
+        let workflows: Vec<(Uuid, String)> = db_tx!(&mut tx, |conn| {
+            sqlx::query_as(
+                "SELECT w.id, w.name FROM workflows w WHERE w.project_id = $1 AND w.enabled \
+                 AND EXISTS (SELECT 1 FROM workflow_steps s JOIN templates t \
+                   ON t.id = s.template_id AND t.project_id = s.project_id \
+                   WHERE s.workflow_id = w.id AND s.type = 'SEND_EMAIL' AND t.from_domain = $2) \
+                 ORDER BY w.name, w.id",
+            )
+            .bind(project_id)
+            .bind(&domain)
+            .fetch_all(&mut *conn)
+            .await?
+        });
+        if !campaigns.is_empty() || !workflows.is_empty() {
+            return Ok(DomainDeletion::InUse(DomainUsers {
+                campaigns,
+                workflows,
+            }));
         }
         db_tx!(&mut tx, |conn| {
             sqlx::query("DELETE FROM domains WHERE id = $1")

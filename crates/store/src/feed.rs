@@ -1,6 +1,6 @@
 //! The activity feed: one newest-first stream over a project's contact events (`events`:
 //! system events such as `email.open`, and tracked events) and its project entries
-//! (`activity`: `domain.*`).
+//! (`activity`: `domain.*`, `campaign.*`).
 //!
 //! Invariants:
 //! - Both tables have UUID v7 ids, so one keyset over `id` pages through both in order; each
@@ -18,6 +18,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
+use crate::activity::is_project_kind;
 use crate::engine::Dialect;
 use crate::{Store, StoreResult};
 
@@ -62,8 +63,8 @@ fn type_sql() -> String {
 
 /// Which of the two tables a filter can match.
 fn branches(filter: &FeedFilter<'_>) -> (bool, bool) {
-    let project_entry = filter.kind.is_none_or(|k| k.starts_with("domain."));
-    let events = filter.kind.is_none_or(|k| !k.starts_with("domain."));
+    let project_entry = filter.kind.is_none_or(is_project_kind);
+    let events = filter.kind.is_none_or(|k| !is_project_kind(k));
     (events, project_entry && filter.contact_id.is_none())
 }
 

@@ -269,7 +269,7 @@ struct CampaignStatsQuery {
 
 /// One campaign's recipients and how many messages reached each stage.
 #[utoipa::path(get, path = "/analytics/campaign-stats", tag = "analytics", params(CampaignStatsQuery),
-    responses((status = 200, body = CampaignStatsResponse), (status = 422)))]
+    responses((status = 200, body = CampaignStatsResponse), (status = 404), (status = 422)))]
 async fn campaign_stats(
     State(state): State<AppState>,
     auth: ProjectAuth,
@@ -279,6 +279,10 @@ async fn campaign_stats(
         .ok_or_else(|| ApiError::field("campaignId", "campaignId is required", "required"))?;
     let id = parse_id(raw)
         .ok_or_else(|| ApiError::field("campaignId", "campaignId must be an id", "invalid_id"))?;
+    // Another project's campaign, or none: 404 like every foreign id, never zeros.
+    if state.store.campaign(auth.id(), id).await?.is_none() {
+        return Err(ApiError::not_found("CAMPAIGN_NOT_FOUND", "Campaign"));
+    }
     let c = state.store.campaign_counts(auth.id(), id).await?;
     Ok(Json(CampaignStatsResponse::new(id, &c)))
 }

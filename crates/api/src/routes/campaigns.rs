@@ -12,13 +12,13 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use herald_core::billing::Category;
 use herald_core::campaign::{CampaignStatus, test_subject};
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::Uuid;
 use herald_core::kinds::TemplateType;
 use herald_core::time::parse_iso;
+use herald_engine::campaigns::CampaignSendError;
 use herald_engine::send::{Merged, Recipient, SendPlan};
 use herald_store::campaigns::{Campaign, Outcome};
 use serde_json::{Value, json};
@@ -92,37 +92,6 @@ async fn require_sender(state: &AppState, auth: &ProjectAuth, from: &str) -> Api
         .require_verified_sender(auth.id(), &from)
         .await?;
     Ok(())
-}
-
-/// Refuses a send whose audience would pass the project's monthly campaigns cap (402). The
-/// fan-out checks again page by page (the audience may grow meanwhile).
-async fn require_within_limit(state: &AppState, c: &Campaign) -> ApiResult<()> {
-    let limits = state.store.billing_limits(c.project_id).await?;
-    if limits.get(Category::Campaigns).is_none() {
-        return Ok(());
-    }
-    let used = state
-        .store
-        .billing_consumption(c.project_id, state.engine.now())
-        .await?
-        .used
-        .into_iter()
-        .find(|(k, _)| *k == Category::Campaigns)
-        .map_or(0, |(_, n)| n);
-    let audience = state.engine.campaign_audience_size(c).await?;
-    let audience = i64::try_from(audience).unwrap_or(i64::MAX);
-    if limits.allows(Category::Campaigns, used, audience) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::PAYMENT_REQUIRED,
-        "BILLING_LIMIT_EXCEEDED",
-        format!(
-            "sending to {audience} contacts would pass the project's monthly campaigns limit \
-             ({used} used this month)"
-        ),
-    )
-    .with_suggestion("Raise the limit: PUT /users/@me/projects/{id}/billing-limits"))
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -254,60 +223,56 @@ async fn duplicate_campaign(
 /// campaign may be sent again to send now or move its time.
 #[utoipa::path(post, path = "/campaigns/{id}/send", tag = "campaigns", params(("id" = String, Path)),
     request_body(content = Option<CampaignSendRequest>),
-    responses((status = 200, body = CampaignEnvelope), (status = 403), (status = 404), (status = 409), (status = 422)))]
+    responses((status = 200, body = CampaignEnvelope), (status = 402), (status = 403), (status = 404), (status = 409), (status = 422)))]
 async fn send_campaign(
     State(state): State<AppState>,
     auth: ProjectAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<CampaignEnvelope>> {
-    let c = load(&state, &auth, &id).await?;
+    let id = campaign_id(&id)?;
     let req: CampaignSendRequest = if body.iter().all(u8::is_ascii_whitespace) {
         CampaignSendRequest::default()
     } else {
         parse_json(&body)?
     };
-    let now = state.engine.now();
     let at = match req.scheduled_for.as_deref().filter(|s| !s.is_empty()) {
-        None => now,
-        Some(raw) => {
-            let at = parse_iso(raw).ok_or_else(|| {
-                ApiError::field(
-                    "scheduledFor",
-                    "scheduledFor must be an ISO 8601 timestamp",
-                    "invalid_date",
-                )
-            })?;
-            if at <= now {
-                return Err(ApiError::field(
-                    "scheduledFor",
-                    "scheduledFor must be in the future",
-                    "in_the_past",
-                ));
-            }
-            at
-        }
+        None => None,
+        Some(raw) => Some(parse_iso(raw).ok_or_else(|| {
+            ApiError::field(
+                "scheduledFor",
+                "scheduledFor must be an ISO 8601 timestamp",
+                "invalid_date",
+            )
+        })?),
     };
-    if !c.status.can_send() {
-        return Err(refused("sent", c.status));
+    let sent = state.engine.send_campaign(auth.id(), id, at).await?;
+    Ok(Json(sent.into()))
+}
+
+impl From<CampaignSendError> for ApiError {
+    fn from(e: CampaignSendError) -> Self {
+        let message = e.to_string();
+        match e {
+            CampaignSendError::NotFound => not_found(),
+            CampaignSendError::Refused(status) => refused("sent", status),
+            CampaignSendError::InThePast => ApiError::field("scheduledFor", message, "in_the_past"),
+            CampaignSendError::InvalidSender => {
+                ApiError::field("from", "from is not a valid address", "invalid_email")
+            }
+            CampaignSendError::Sender(e) => e.into(),
+            CampaignSendError::SegmentDeleted => {
+                ApiError::field("segmentId", message, "segment_not_found")
+            }
+            CampaignSendError::OverLimit { .. } => ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "BILLING_LIMIT_EXCEEDED",
+                message,
+            )
+            .with_suggestion("Raise the limit: PUT /users/@me/projects/{id}/billing-limits"),
+            CampaignSendError::Store(e) => e.into(),
+        }
     }
-    require_sender(&state, &auth, &c.content.from_email).await?;
-    if let Some(segment) = c.content.segment_id
-        && state.store.segment(auth.id(), segment).await?.is_none()
-    {
-        return Err(ApiError::field(
-            "segmentId",
-            "the campaign's segment was deleted; choose another audience",
-            "segment_not_found",
-        ));
-    }
-    require_within_limit(&state, &c).await?;
-    let max_attempts = i32::try_from(state.engine.settings.send_max_attempts).unwrap_or(i32::MAX);
-    let outcome = state
-        .store
-        .send_campaign(auth.id(), c.id, at, now, max_attempts)
-        .await?;
-    Ok(Json(settle(outcome, "sent")?.into()))
 }
 
 /// Cancels a SCHEDULED or SENDING campaign: nothing more is queued, and messages not yet

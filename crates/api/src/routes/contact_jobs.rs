@@ -173,7 +173,7 @@ async fn import_contacts(
 ) -> ApiResult<(StatusCode, Json<JobAccepted>)> {
     let bytes = file_part(multipart, IMPORT_MAX_BYTES).await?;
     // A file whose header is unusable is refused now; row problems are the job's to report.
-    read_header(&bytes).map_err(|p| ApiError::field("file", p.0, "invalid_csv"))?;
+    read_header(&bytes).map_err(|p| ApiError::field("file", p.0, p.1.code()))?;
     accept(&state, &auth, JobOperation::Import, &bytes).await
 }
 

@@ -124,8 +124,20 @@ impl From<DomainError> for ApiError {
             DomainError::VerifiedElsewhere { .. } => ApiError::conflict(message)
                 .with_suggestion("A domain can be verified by one project only; remove it from the other project first"),
             DomainError::NotFound => domain_not_found(),
-            DomainError::InUse { .. } => ApiError::conflict(message)
-                .with_suggestion("Change the sender of the templates using this domain, or delete them, first"),
+            DomainError::InUse { users, .. } => {
+                let named = |list: &[(Uuid, String)]| -> Vec<serde_json::Value> {
+                    list.iter()
+                        .map(|(id, name)| serde_json::json!({"id": id.to_string(), "name": name}))
+                        .collect()
+                };
+                let details = serde_json::json!({
+                    "campaigns": named(&users.campaigns),
+                    "workflows": named(&users.workflows),
+                });
+                ApiError::new(StatusCode::CONFLICT, "DOMAIN_IN_USE", message)
+                    .with_details(details)
+                    .with_suggestion("Cancel the campaigns (POST /campaigns/:id/cancel) or disable the workflows sending from this domain, then delete it")
+            }
             DomainError::DnsTimeout => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "DNS_TIMEOUT", message)
                 .with_suggestion("Try again later; if it persists, check the resolver set in HERALD_DNS_RESOLVER"),
             DomainError::Dns(_) => ApiError::new(StatusCode::BAD_GATEWAY, "DNS_ERROR", message)
@@ -270,7 +282,8 @@ async fn verify_domain(
     Ok(Json(view.into()))
 }
 
-/// Removes a domain; 409 while a template of the project sends from it.
+/// Removes a domain; 409 `DOMAIN_IN_USE` while a SCHEDULED or SENDING campaign, or an enabled
+/// workflow's SEND_EMAIL step (through its template), sends from it, naming them.
 #[utoipa::path(delete, path = "/domains/{id}", tag = "domains", params(("id" = String, Path)),
     responses((status = 204), (status = 404), (status = 409)))]
 async fn delete_domain(

@@ -60,6 +60,8 @@ pub(crate) async fn run(engine: &Engine, held: &Held) -> StoreResult<()> {
     let Some(bytes) = work.input.take().filter(|_| is_open(&work)) else {
         return ack_only(engine, held).await;
     };
+    // Checked at upload already; checking the stored file again is linear and capped at
+    // IMPORT_MAX_COLUMNS names, and keeps a file stored by an older version honest.
     let header = match read_header(&bytes) {
         Ok(h) => h,
         Err(problem) => {

@@ -1,6 +1,7 @@
 //! `/analytics/*` (DECISIONS.md "Activity and analytics"): the time series with every bucket
 //! present, by day or hour, in UTC or an IANA zone; top tracked events; the campaign
-//! endpoints' validation and empty answers (no campaigns exist on this branch); isolation.
+//! endpoints' validation, empty answers, and 404 for an unknown or another project's
+//! campaign; isolation.
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ both_engines!(
     timeseries_counts_sends_per_bucket_in_utc_and_a_zone,
     top_events_rank_tracked_names,
     campaign_endpoints_validate_and_answer_zeros_without_campaigns,
+    campaign_stats_of_an_unknown_or_foreign_campaign_is_404,
     analytics_parameters_are_validated,
 );
 
@@ -172,14 +174,15 @@ async fn campaign_endpoints_validate_and_answer_zeros_without_campaigns(engine: 
     )
     .await;
     assert_eq!(top, json!({"metric": "opened", "campaigns": []}));
-    let id = "01900000-0000-7000-8000-000000000001";
+    // A campaign not sent yet: zeros.
+    let c = campaign_on(&app, &p, "shop.test").await;
     let stats = expect_json(
-        app.get(&format!("/analytics/campaign-stats?campaignId={id}"), sk)
+        app.get(&format!("/analytics/campaign-stats?campaignId={c}"), sk)
             .await,
         200,
     )
     .await;
-    assert_eq!(stats["campaignId"], id);
+    assert_eq!(stats["campaignId"], c.as_str());
     assert_eq!(stats["totalRecipients"], 0);
     assert_eq!(stats["openRate"], 0.0);
     for (path, field) in [
@@ -191,6 +194,42 @@ async fn campaign_endpoints_validate_and_answer_zeros_without_campaigns(engine: 
         let body = expect_error(app.get(path, sk).await, 422, "VALIDATION_ERROR").await;
         assert_eq!(error_fields(&body), vec![field], "{path}");
     }
+}
+
+/// A DRAFT campaign of `p` sending from `domain` (a reserved name, verified at once with the
+/// local outbox); returns its id.
+async fn campaign_on(app: &TestApp, p: &TestProject, domain: &str) -> String {
+    let sk = &p.secret_key;
+    expect_json(
+        app.post("/domains", sk, &json!({"domain": domain})).await,
+        201,
+    )
+    .await;
+    let mut body = crate::campaigns::body("Measured");
+    body["from"] = json!(format!("news@{domain}"));
+    crate::campaigns::create(app, sk, &body).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn campaign_stats_of_an_unknown_or_foreign_campaign_is_404(engine: Engine) {
+    let app = engine.app().await;
+    let (a, b) = (app.project().await, app.project().await);
+    let theirs = campaign_on(&app, &b, "theirs.test").await;
+    let unknown = "01900000-0000-7000-8000-000000000001";
+    for id in [unknown, theirs.as_str()] {
+        let path = format!("/analytics/campaign-stats?campaignId={id}");
+        expect_error(
+            app.get(&path, &a.secret_key).await,
+            404,
+            "CAMPAIGN_NOT_FOUND",
+        )
+        .await;
+    }
+    // The owner still reads it.
+    let path = format!("/analytics/campaign-stats?campaignId={theirs}");
+    expect_json(app.get(&path, &b.secret_key).await, 200).await;
 }
 
 async fn analytics_parameters_are_validated(engine: Engine) {

@@ -14,6 +14,7 @@ use crate::both_engines;
 use crate::helpers::{Engine, TestApp, TestProject, error_fields, expect_error, expect_json};
 
 mod access;
+mod in_use;
 mod periodic;
 mod records;
 mod sender;

@@ -1,7 +1,8 @@
 //! `POST /contacts/import` and `GET /contacts/import/:jobId` (DECISIONS.md "Jobs"): a CSV with
 //! a BOM, CRLF line ends, quoted commas and newlines, duplicate and invalid emails imports its
 //! good rows and reports the bad ones by line; size limits (413 from Content-Length and while
-//! streaming); header problems (422); progress; another project's job is 404.
+//! streaming); header problems (422), a header over the 1,000-column cap refused at once;
+//! progress; another project's job is 404.
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ both_engines!(
     an_import_adds_good_rows_and_reports_bad_ones_by_line,
     a_file_over_5_mb_is_refused_with_413,
     a_file_without_an_email_column_or_file_part_is_422,
+    more_than_1000_columns_is_422_at_once_and_1000_import,
     progress_moves_while_an_import_runs,
     another_projects_import_job_is_404,
 );
@@ -195,6 +197,42 @@ async fn a_file_without_an_email_column_or_file_part_is_422(engine: Engine) {
         .post("/contacts/import", sk, &json!({"file": "x"}))
         .await;
     expect_error(res, 422, "VALIDATION_ERROR").await;
+}
+
+/// A CSV with `columns` columns (`email`, then `c1`, ...) and one data row.
+fn wide_csv(columns: usize) -> String {
+    let names: Vec<String> = std::iter::once("email".to_owned())
+        .chain((1..columns).map(|i| format!("c{i}")))
+        .collect();
+    let values: Vec<String> = std::iter::once("wide@example.org".to_owned())
+        .chain((1..columns).map(|i| i.to_string()))
+        .collect();
+    format!("{}\n{}\n", names.join(","), values.join(","))
+}
+
+async fn more_than_1000_columns_is_422_at_once_and_1000_import(engine: Engine) {
+    let app = engine.app().await;
+    let p = app.project().await;
+    let sk = &p.secret_key;
+    // 60,000 distinct columns fit in 5 MB: refused by their count before any name is compared.
+    for columns in [1001, 60_000] {
+        let started = std::time::Instant::now();
+        let res = post_import(&app, sk, wide_csv(columns).into_bytes()).await;
+        let body = expect_error(res, 422, "VALIDATION_ERROR").await;
+        let took = started.elapsed();
+        assert_eq!(error_fields(&body), vec!["file"], "{body}");
+        assert_eq!(body["error"]["errors"][0]["code"], "too_many_columns");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains("1000"),
+            "{body}"
+        );
+        assert!(took < Duration::from_secs(2), "{columns} columns: {took:?}");
+    }
+    let done = import(&app, sk, &wide_csv(1000)).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["result"]["created"], 1, "{done}");
+    let contact = app.contact_by_email(sk, "wide@example.org").await;
+    assert_eq!(contact["data"]["c999"], 999, "{contact}");
 }
 
 async fn progress_moves_while_an_import_runs(engine: Engine) {

@@ -23,6 +23,7 @@ mod bulk;
 mod campaign_crash;
 mod campaign_schedule;
 mod campaign_stats;
+mod campaign_stop;
 mod campaigns;
 mod contacts;
 mod crash;

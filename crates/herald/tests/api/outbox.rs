@@ -1,5 +1,6 @@
 //! The default transport: messages kept as DKIM-signed .eml files in the data directory,
-//! readable through `GET /emails/{id}/raw`; reserved `.test` domains work at once.
+//! readable through `GET /emails/{id}/raw`; reserved `.test` domains work at once; temporary
+//! files left by a killed process are removed at startup, messages kept.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use crate::mail_setup::{message_ids, outbox_project, wait_status};
 both_engines!(
     outbox_keeps_the_exact_signed_bytes,
     history_names_the_transport_never_a_server_path,
+    stale_temporary_files_are_removed_at_startup,
 );
 
 async fn outbox_keeps_the_exact_signed_bytes(engine: Engine) {
@@ -87,4 +89,44 @@ async fn history_names_the_transport_never_a_server_path(engine: Engine) {
         let detail = h["detail"].as_str().unwrap_or("");
         assert!(!detail.contains('/'), "a path in {detail:?}");
     }
+}
+
+async fn stale_temporary_files_are_removed_at_startup(engine: Engine) {
+    let stale = [
+        ".0190aaaa-0000-7000-8000-000000000001.eml.0123456789abcdef0123456789abcdef.tmp",
+        ".0190aaaa-0000-7000-8000-000000000002.eml.fedcba9876543210fedcba9876543210.tmp",
+    ];
+    let kept = "0190aaaa-0000-7000-8000-000000000003.eml";
+    let mut outbox = std::path::PathBuf::new();
+    // What a process killed mid-write leaves, placed before the server starts.
+    let app = engine
+        .app_with(|c| {
+            outbox = c.data_dir.join("outbox");
+            std::fs::create_dir_all(&outbox).unwrap();
+            for name in stale {
+                std::fs::write(outbox.join(name), b"half a mess").unwrap();
+            }
+            std::fs::write(outbox.join(kept), b"a whole message").unwrap();
+        })
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while stale.iter().any(|n| outbox.join(n).exists()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "stale temporary files are still there"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        std::fs::read(outbox.join(kept)).unwrap(),
+        b"a whole message"
+    );
+    // The server still writes its outbox afterwards.
+    let p = outbox_project(&app).await;
+    let body = json!({"to": "reader@example.org", "from": "news@shop.test", "subject": "Hi", "body": "<b>Hi</b>"});
+    let answer = expect_json(app.post("/v1/send", &p.secret_key, &body).await, 200).await;
+    let id = &message_ids(&answer)[0];
+    wait_status(&app, &p.secret_key, id, &["SENT"], Duration::from_secs(15)).await;
+    assert!(outbox.join(format!("{id}.eml")).exists());
+    assert!(outbox.join(kept).exists());
 }

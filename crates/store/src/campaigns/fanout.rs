@@ -1,14 +1,21 @@
 //! The store side of the campaign fan-out (engine `campaigns`): the start of a due scheduled
-//! campaign, the per-page checkpoint, and the move to SENT.
+//! campaign, the per-page checkpoint, a stop before the end of the audience, and the move to
+//! SENT.
 //!
 //! Every write here runs in a transaction whose first write was the fenced hold of the
 //! fan-out job (`jobs::hold`), so a worker that lost its lease commits nothing.
+//!
+//! A stop ([`stop_fanout`]) is not a cancel: the campaign stays SENDING with its fan-out done,
+//! so delivery sends what was queued (and billed) and [`finish_sent`] ends it SENT; the reason
+//! and its activity entry commit in the same transaction.
 
-use herald_core::campaign::CampaignStatus;
+use herald_core::campaign::{CampaignStatus, StoppedReason};
 use herald_core::ids::Uuid;
 use herald_core::time::Millis;
+use serde_json::json;
 
 use super::lifecycle::status_in_tx;
+use crate::activity::{CAMPAIGN_STOPPED, insert_activity};
 use crate::{Store, StoreResult, Tx};
 
 /// Queue job kind of a campaign's fan-out (payload `{campaignId}`).
@@ -118,27 +125,61 @@ pub async fn finish_sent(store: &Store, now: Millis) -> StoreResult<u64> {
     }))
 }
 
-/// Ends a campaign whose fan-out failed for good: CANCELLED, with the reason kept. What was
-/// queued before still goes out.
-pub async fn give_up(
+/// Whether the project still has the segment, read in `tx` (a SEGMENT audience whose segment
+/// is gone no longer resolves: its compiled audience would silently match nobody).
+pub async fn segment_exists_in_tx(
+    tx: &mut Tx,
+    project_id: Uuid,
+    segment_id: Uuid,
+) -> StoreResult<bool> {
+    let row: Option<(Uuid,)> = db_tx!(tx, |conn| {
+        sqlx::query_as("SELECT id FROM segments WHERE project_id = $1 AND id = $2")
+            .bind(project_id)
+            .bind(segment_id)
+            .fetch_optional(&mut *conn)
+            .await?
+    });
+    Ok(row.is_some())
+}
+
+/// Stops the fan-out of an active campaign before the end of its audience: nothing more is
+/// queued, the campaign is (or stays) SENDING with its fan-out done, so what was queued is
+/// delivered and the SENT check ends it; `reason` and `detail` are kept, and a
+/// `campaign.stopped` activity entry says why. Returns whether the campaign was active.
+pub async fn stop_fanout(
     tx: &mut Tx,
     project_id: Uuid,
     id: Uuid,
-    reason: &str,
+    reason: StoppedReason,
+    detail: &str,
     now: Millis,
-) -> StoreResult<()> {
-    db_tx!(tx, |conn| {
-        sqlx::query(
-            "UPDATE campaigns SET status = 'CANCELLED', cancelled_at = $3, updated_at = $3, \
-             fanout_job_id = NULL, fanout_error = $4 \
-             WHERE project_id = $1 AND id = $2 AND status IN ('SCHEDULED', 'SENDING')",
+) -> StoreResult<bool> {
+    let stopped: Option<(String, i64)> = db_tx!(tx, |conn| {
+        sqlx::query_as(
+            "UPDATE campaigns SET status = 'SENDING', started_at = COALESCE(started_at, $3), \
+             fanout_done = TRUE, fanout_job_id = NULL, stopped_reason = $4, fanout_error = $5, \
+             updated_at = $3 \
+             WHERE project_id = $1 AND id = $2 AND status IN ('SCHEDULED', 'SENDING') \
+             RETURNING name, total_recipients",
         )
         .bind(project_id)
         .bind(id)
         .bind(now)
-        .bind(reason)
-        .execute(&mut *conn)
-        .await?;
+        .bind(reason.as_str())
+        .bind(detail)
+        .fetch_optional(&mut *conn)
+        .await?
     });
-    Ok(())
+    let Some((name, queued)) = stopped else {
+        return Ok(false);
+    };
+    let data = json!({
+        "campaignId": id.to_string(),
+        "name": name,
+        "reason": reason.as_str(),
+        "message": detail,
+        "queued": queued,
+    });
+    insert_activity(tx, project_id, CAMPAIGN_STOPPED, &data, now).await?;
+    Ok(true)
 }

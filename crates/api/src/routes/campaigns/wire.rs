@@ -35,11 +35,17 @@ pub struct CampaignResponse {
     /// When the last message reached a final state (SENT).
     pub sent_at: Option<String>,
     pub cancelled_at: Option<String>,
-    /// Recipients queued so far (the fan-out's progress while SENDING), skipped ones included.
+    /// Recipients queued so far (the fan-out's progress while SENDING), skipped ones included;
+    /// after a stop, what was queued before it.
     pub total_recipients: i64,
     /// Of those, skipped: suppressed addresses, contacts unsubscribed meanwhile.
     pub skipped_recipients: i64,
-    /// Why the fan-out gave up, when it did (the campaign is then CANCELLED).
+    /// Why the fan-out stopped before the end of the audience, on its own: `BILLING_LIMIT`,
+    /// `AUDIENCE_ERROR` or `FANOUT_ERROR`; null when the audience was sent in full. Not a
+    /// cancel: what was queued is delivered and the campaign ends SENT.
+    #[schema(value_type = Option<String>, example = "BILLING_LIMIT")]
+    pub stopped_reason: Option<&'static str>,
+    /// The detail of `stoppedReason`, for people.
     pub error: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -68,6 +74,7 @@ impl From<Campaign> for CampaignResponse {
             cancelled_at: c.cancelled_at.map(iso),
             total_recipients: c.total_recipients,
             skipped_recipients: c.skipped_recipients,
+            stopped_reason: c.stopped_reason.map(|r| r.as_str()),
             error: c.fanout_error,
             created_at: iso(c.created_at),
             updated_at: iso(c.updated_at),
