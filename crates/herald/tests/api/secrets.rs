@@ -179,6 +179,12 @@ impl SentLinks {
 async fn marketing_mail(w: &crate::mail_setup::MailWorld) -> (String, String, SentLinks) {
     let body = r#"<p>Sale: <a href="https://shop.example/sale">here</a></p>"#;
     let t = template(w, "MARKETING", body).await;
+    w.app
+        .create_contact(
+            &w.project.secret_key,
+            json!({"email": "ada@example.org", "subscribed": true}),
+        )
+        .await;
     let (id, contact, raw) = deliver(w, &json!({"to": "ada@example.org", "template": t})).await;
     let html = parse(&raw).body_html(0).unwrap().into_owned();
     let one = |path: &str| {
