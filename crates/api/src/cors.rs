@@ -12,6 +12,13 @@
 //!
 //! This layer runs just inside the envelope (which adds `X-Request-Id` to every answer,
 //! preflights included), outside authentication and rate limiting, so it sees their answers.
+//!
+//! Why not tower-http's `CorsLayer`: read in tower-http 0.7 (`cors/mod.rs`, `Cors::call`), it
+//! answers every `OPTIONS` request itself, with or without `Access-Control-Request-Method`,
+//! and with status 200, while the tested contract (`track::cors_is_open_on_v1_track_only`)
+//! is a 204 preflight on the one path and no CORS header anywhere else, where an `OPTIONS`
+//! must reach the router's own 405. Scoping it to one path and rewriting its status would
+//! take as much code as this middleware, so the rule stays written out here.
 
 use axum::body::Body;
 use axum::extract::Request;

@@ -23,6 +23,7 @@ pub mod kinds;
 pub mod link_rewrite;
 pub mod link_token;
 pub mod list_i18n;
+pub mod mac;
 pub mod message_status;
 pub mod net;
 pub mod oauth_state;

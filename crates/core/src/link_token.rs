@@ -9,8 +9,11 @@
 //!
 //! Invariants:
 //! - Both keys come from the server secret by HKDF ([`crate::secret`], their own salt and
-//!   labels); the secret itself is never used. Changing the secret invalidates every link in
-//!   mail already sent.
+//!   labels); the secret itself is never used.
+//! - A key ring: the current secret's keys make every token; they and those of each retired
+//!   secret ([`LinkTokens::with_retired`]) read them. So a rotated secret keeps the links in
+//!   mail already sent working until the operator drops the retired secrets; dropped, their
+//!   tokens are [`BadToken`] like any forgery.
 //! - No id or URL is readable in a token, and none can be made or altered without the keys:
 //!   [`LinkTokens::decode`] recomputes the tag over the decrypted payload and compares it in
 //!   constant time; any mismatch, truncation or unknown kind is the one opaque [`BadToken`].
@@ -25,11 +28,11 @@ use aws_lc_rs::cipher::{
     AES_256, DecryptingKey, DecryptionContext, EncryptingKey, EncryptionContext, UnboundCipherKey,
 };
 use aws_lc_rs::iv::FixedLength;
-use aws_lc_rs::{constant_time, hmac};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use uuid::Uuid;
 
+use crate::mac::{self, MacKey};
 use crate::secret::{KeyPurpose, derive};
 
 /// Longest token accepted (a click token grows with its URL).
@@ -93,16 +96,53 @@ pub enum LinkToken {
 #[error("the link is invalid or has been altered")]
 pub struct BadToken;
 
+/// The keys of one secret.
 struct Keys {
-    mac: hmac::Key,
+    mac: MacKey,
     encrypt: EncryptingKey,
     decrypt: DecryptingKey,
 }
 
-/// Makes and reads link tokens with keys derived from the server secret. Cheap to clone.
+impl Keys {
+    fn new(server_secret: &[u8]) -> Keys {
+        let mac = derive(server_secret, KeyPurpose::LinkSigning);
+        let cipher = derive(server_secret, KeyPurpose::LinkEncryption);
+        let unbound = || UnboundCipherKey::new(&AES_256, &cipher.0);
+        // A 32-byte key is always a valid AES-256 key, and AES-256 always supports CTR.
+        #[allow(clippy::expect_used)]
+        let (encrypt, decrypt) = (
+            EncryptingKey::ctr(unbound().expect("AES-256 key")).expect("AES-256-CTR"),
+            DecryptingKey::ctr(unbound().expect("AES-256 key")).expect("AES-256-CTR"),
+        );
+        Keys {
+            mac: MacKey::new(&mac.0),
+            encrypt,
+            decrypt,
+        }
+    }
+
+    fn tag(&self, payload: &[u8]) -> [u8; TAG_LEN] {
+        let full = self.mac.sign(&[payload]);
+        let mut tag = [0u8; TAG_LEN];
+        tag.copy_from_slice(&full[..TAG_LEN]);
+        tag
+    }
+
+    /// The payload of `sealed` (ciphertext) under the IV `tag`, if these keys made it.
+    fn open(&self, sealed: &[u8], tag: [u8; TAG_LEN]) -> Option<Vec<u8>> {
+        let mut raw = sealed.to_vec();
+        let context = DecryptionContext::Iv128(FixedLength::from(tag));
+        let payload = self.decrypt.decrypt(&mut raw, context).ok()?;
+        mac::equal(&self.tag(payload), &tag).then(|| payload.to_vec())
+    }
+}
+
+/// Makes and reads link tokens with keys derived from the server secret (and reads those of
+/// retired secrets). Cheap to clone.
 #[derive(Clone)]
 pub struct LinkTokens {
-    keys: Arc<Keys>,
+    /// The current secret's keys first, then the retired secrets' in the order given.
+    keys: Arc<Vec<Keys>>,
 }
 
 impl std::fmt::Debug for LinkTokens {
@@ -113,31 +153,36 @@ impl std::fmt::Debug for LinkTokens {
 
 impl LinkTokens {
     pub fn new(server_secret: &[u8]) -> Self {
-        let mac = derive(server_secret, KeyPurpose::LinkSigning);
-        let cipher = derive(server_secret, KeyPurpose::LinkEncryption);
-        let unbound = || UnboundCipherKey::new(&AES_256, &cipher.0);
-        // A 32-byte key is always a valid AES-256 key, and AES-256 always supports CTR.
-        #[allow(clippy::expect_used)]
-        let (encrypt, decrypt) = (
-            EncryptingKey::ctr(unbound().expect("AES-256 key")).expect("AES-256-CTR"),
-            DecryptingKey::ctr(unbound().expect("AES-256 key")).expect("AES-256-CTR"),
+        Self::with_retired(server_secret, &[] as &[&[u8]])
+    }
+
+    /// Tokens made with `server_secret`, read with it or any of `retired`.
+    pub fn with_retired<S: AsRef<[u8]>>(server_secret: &[u8], retired: &[S]) -> Self {
+        let mut keys = vec![Keys::new(server_secret)];
+        keys.extend(
+            retired
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|r| *r != server_secret)
+                .map(Keys::new),
         );
         Self {
-            keys: Arc::new(Keys {
-                mac: hmac::Key::new(hmac::HMAC_SHA256, &mac.0),
-                encrypt,
-                decrypt,
-            }),
+            keys: Arc::new(keys),
         }
+    }
+
+    /// The current secret's keys (the ring is never empty).
+    fn current(&self) -> &Keys {
+        &self.keys[0]
     }
 
     /// The token of `link`.
     pub fn encode(&self, link: &LinkToken) -> String {
         let mut payload = serialize(link);
-        let tag = self.tag(&payload);
+        let keys = self.current();
+        let tag = keys.tag(&payload);
         // CTR accepts any length and a 16-byte IV; encryption cannot fail for these inputs.
-        if self
-            .keys
+        if keys
             .encrypt
             .less_safe_encrypt(
                 &mut payload,
@@ -165,21 +210,12 @@ impl LinkTokens {
         let tag_bytes = raw.split_off(raw.len() - TAG_LEN);
         let mut tag = [0u8; TAG_LEN];
         tag.copy_from_slice(&tag_bytes);
-        let context = DecryptionContext::Iv128(FixedLength::from(tag));
         let payload = self
             .keys
-            .decrypt
-            .decrypt(&mut raw, context)
-            .map_err(|_| BadToken)?;
-        constant_time::verify_slices_are_equal(&self.tag(payload), &tag).map_err(|_| BadToken)?;
-        parse(payload)
-    }
-
-    fn tag(&self, payload: &[u8]) -> [u8; TAG_LEN] {
-        let full = hmac::sign(&self.keys.mac, payload);
-        let mut tag = [0u8; TAG_LEN];
-        tag.copy_from_slice(&full.as_ref()[..TAG_LEN]);
-        tag
+            .iter()
+            .find_map(|k| k.open(&raw, tag))
+            .ok_or(BadToken)?;
+        parse(&payload)
     }
 }
 
@@ -379,6 +415,26 @@ mod tests {
             assert_eq!(t.decode(junk), Err(BadToken));
         }
         assert_eq!(t.decode(&"A".repeat(MAX_TOKEN_LEN + 1)), Err(BadToken));
+    }
+
+    #[test]
+    fn a_ring_signs_with_the_newest_and_reads_with_all_until_dropped() {
+        const NEW: &[u8] = b"the secret after the rotation, 0123456789";
+        let before = LinkTokens::new(SECRET);
+        let ring = LinkTokens::with_retired(NEW, &[SECRET]);
+        let dropped = LinkTokens::new(NEW);
+        for link in samples() {
+            let old_token = before.encode(&link);
+            assert_eq!(ring.decode(&old_token), Ok(link.clone()), "retired reads");
+            assert_eq!(dropped.decode(&old_token), Err(BadToken), "dropped refuses");
+            let new_token = ring.encode(&link);
+            assert_ne!(new_token, old_token, "the newest secret signs");
+            assert_eq!(dropped.decode(&new_token), Ok(link.clone()));
+            assert_eq!(before.decode(&new_token), Err(BadToken));
+        }
+        // The current secret listed as retired too changes nothing.
+        let same = LinkTokens::with_retired(NEW, &[NEW]);
+        assert_eq!(same.keys.len(), 1);
     }
 
     proptest! {

@@ -6,9 +6,7 @@
 //! constant time; other schemes (`v0`) are ignored; a `t` more than [`TOLERANCE_SECS`] from
 //! now is refused, so a captured request cannot be replayed later.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
+use crate::mac::{self, hmac_sha256};
 use crate::time::Millis;
 
 /// Seconds a signature's `t` may differ from now (Stripe's default tolerance).
@@ -25,9 +23,7 @@ pub enum Fault {
 
 /// The hex `v1` value a sender computes for `body` at `t`.
 pub fn v1(secret: &[u8], t: i64, body: &[u8]) -> String {
-    keyed(secret, t, body)
-        .map(|mac| hex_lower(&mac.finalize().into_bytes()))
-        .unwrap_or_default()
+    hex::encode(signed(secret, t, body))
 }
 
 /// Checks a header value against the raw body; returns the `v1` value that matched (lower-case
@@ -45,7 +41,7 @@ pub fn verify(
         let (k, v) = part.trim().split_once('=').ok_or(Fault::Malformed)?;
         match k.trim() {
             "t" => t = Some(v.trim().parse().map_err(|_| Fault::Malformed)?),
-            "v1" => candidates.push(unhex(v.trim()).ok_or(Fault::Malformed)?),
+            "v1" => candidates.push(hex::decode(v.trim()).map_err(|_| Fault::Malformed)?),
             _ => {}
         }
     }
@@ -56,42 +52,17 @@ pub fn verify(
     if (now.div_euclid(1000) - t).abs() > TOLERANCE_SECS {
         return Err(Fault::Stale);
     }
-    for c in candidates {
-        let mac = keyed(secret, t, body).ok_or(Fault::Mismatch)?;
-        if mac.verify_slice(&c).is_ok() {
-            return Ok(hex_lower(&c));
-        }
-    }
-    Err(Fault::Mismatch)
+    let expected = signed(secret, t, body);
+    candidates
+        .into_iter()
+        .find(|c| mac::equal(c, &expected))
+        .map(hex::encode)
+        .ok_or(Fault::Mismatch)
 }
 
-/// The MAC of `"<t>.<body>"` (HMAC takes keys of any length, so this is always `Some`).
-fn keyed(secret: &[u8], t: i64, body: &[u8]) -> Option<Hmac<Sha256>> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).ok()?;
-    mac.update(t.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    Some(mac)
-}
-
-fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    s
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+/// The MAC of `"<t>.<body>"`.
+fn signed(secret: &[u8], t: i64, body: &[u8]) -> [u8; mac::TAG_LEN] {
+    hmac_sha256(secret, &[t.to_string().as_bytes(), b".", body])
 }
 
 #[cfg(test)]

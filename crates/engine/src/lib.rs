@@ -78,6 +78,17 @@ impl std::ops::Deref for Engine {
 
 impl Engine {
     pub fn new(store: Store, settings: EngineSettings, secret: &[u8]) -> anyhow::Result<Engine> {
+        Self::with_retired_secrets(store, settings, secret, &[])
+    }
+
+    /// [`Engine::new`] whose links made under a `retired` secret (before `herald
+    /// rotate-secret`) still open; everything new is made with `secret`.
+    pub fn with_retired_secrets(
+        store: Store,
+        settings: EngineSettings,
+        secret: &[u8],
+        retired: &[Vec<u8>],
+    ) -> anyhow::Result<Engine> {
         let dns = DnsChecker::new(settings.dns_resolver, settings.dns_timeout)?;
         let transport = Transport::from_config(
             settings.smtp_url.as_deref(),
@@ -111,7 +122,7 @@ impl Engine {
                 max_attempts: i32::try_from(settings.send_max_attempts).unwrap_or(i32::MAX),
             }),
             verify_cache: verify::DomainCache::default(),
-            links: links::MailLinks::new(secret, &settings.public_url),
+            links: links::MailLinks::with_retired(secret, retired, &settings.public_url),
             store,
             settings,
         })))

@@ -26,8 +26,18 @@ pub struct PageUrls {
 
 impl MailLinks {
     pub fn new(server_secret: &[u8], public_url: &str) -> Self {
+        Self::with_retired(server_secret, &[] as &[&[u8]], public_url)
+    }
+
+    /// Links made with `server_secret`, and those made with a `retired` secret still read
+    /// ([`LinkTokens::with_retired`]).
+    pub fn with_retired<S: AsRef<[u8]>>(
+        server_secret: &[u8],
+        retired: &[S],
+        public_url: &str,
+    ) -> Self {
         Self {
-            tokens: LinkTokens::new(server_secret),
+            tokens: LinkTokens::with_retired(server_secret, retired),
             public_url: public_url.trim_end_matches('/').to_owned(),
         }
     }

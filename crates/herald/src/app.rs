@@ -88,7 +88,9 @@ impl Application {
         herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();
         engine_settings.clock = clock;
-        let engine = Engine::new(store.clone(), engine_settings, &secret)?;
+        let retired = config.load_retired_secrets()?;
+        let engine =
+            Engine::with_retired_secrets(store.clone(), engine_settings, &secret, &retired)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
             .context("starting the password hashing threads and the OAuth HTTP client")?;
         let router = herald_api::router(state);

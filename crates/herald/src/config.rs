@@ -33,6 +33,11 @@ pub struct Config {
     pub dns_resolver: Option<SocketAddr>,
     /// Signing key for sessions and links; generated once into the data directory when unset.
     pub secret: Option<String>,
+    /// Secrets replaced by `herald rotate-secret` whose links (tracking, list pages) in mail
+    /// already sent still open; in the environment a comma-separated list. Added to those kept
+    /// in `data_dir/secret.retired` (docs/security.md "Rotating the secret").
+    #[serde(deserialize_with = "list_or_commas")]
+    pub retired_secrets: Vec<String>,
     pub rate_limit_per_minute: u32,
     pub disable_signups: bool,
     /// Largest request body for ordinary endpoints, in bytes.
@@ -216,6 +221,7 @@ impl Default for Config {
             smtp_url: None,
             dns_resolver: None,
             secret: None,
+            retired_secrets: Vec::new(),
             rate_limit_per_minute: 1000,
             disable_signups: false,
             max_body_bytes: 1024 * 1024,
@@ -518,12 +524,45 @@ impl Config {
         Ok(secret.into_bytes())
     }
 
+    /// The file of retired secrets in the data directory, one a line, written by
+    /// `herald rotate-secret` when the secret lives there.
+    pub fn retired_secrets_file(&self) -> PathBuf {
+        self.data_dir.join("secret.retired")
+    }
+
+    /// The retired secrets links still verify with: `HERALD_RETIRED_SECRETS`, then
+    /// [`Config::retired_secrets_file`] (absent: none), without duplicates or blank lines.
+    pub fn load_retired_secrets(&self) -> anyhow::Result<Vec<Vec<u8>>> {
+        let path = self.retired_secrets_file();
+        let from_file = match std::fs::read_to_string(&path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for s in self
+            .retired_secrets
+            .iter()
+            .map(String::as_str)
+            .chain(from_file.lines())
+        {
+            let s = s.trim();
+            if !s.is_empty() && !out.iter().any(|o| o == s.as_bytes()) {
+                out.push(s.as_bytes().to_vec());
+            }
+        }
+        Ok(out)
+    }
+
     /// The effective configuration as TOML, secrets and passwords redacted.
     pub fn redacted_toml(&self) -> String {
         let mut c = self.clone();
         c.database_url = redact::url_password(&c.database_url);
         c.smtp_url = c.smtp_url.as_deref().map(redact::url_userinfo);
         c.secret = c.secret.as_ref().map(|_| "[redacted]".to_owned());
+        for r in &mut c.retired_secrets {
+            *r = "[redacted]".to_owned();
+        }
         c.metrics_token = c.metrics_token.as_ref().map(|_| "[redacted]".to_owned());
         c.feedback_secret = c.feedback_secret.as_ref().map(|_| "[redacted]".to_owned());
         for s in [

@@ -31,8 +31,13 @@ enum Command {
     Config,
     /// Replace the server secret and re-seal every DKIM key under the new one (stop the
     /// servers first). The new secret comes from HERALD_NEW_SECRET, or is generated when the
-    /// secret lives in the data directory; everyone signs in again afterwards.
-    RotateSecret,
+    /// secret lives in the data directory; everyone signs in again afterwards. The old secret
+    /// is kept as retired, so links in mail already sent keep working.
+    RotateSecret {
+        /// Instead of rotating, forget the retired secrets: links made with them stop working.
+        #[arg(long)]
+        drop_retired: bool,
+    },
     /// List the messages kept by the local outbox transport, or print one (`--show ID`).
     Outbox {
         /// Print the raw message with this id.
@@ -76,7 +81,23 @@ async fn run() -> anyhow::Result<()> {
             );
         }
         Command::Config => print!("{}", config.redacted_toml()),
-        Command::RotateSecret => {
+        Command::RotateSecret { drop_retired: true } => {
+            let done = herald::rotate::drop_retired(&config)?;
+            println!(
+                "{} retired secret(s) dropped from {}; restart the servers",
+                done.dropped,
+                config.retired_secrets_file().display()
+            );
+            if done.configured_left > 0 {
+                println!(
+                    "HERALD_RETIRED_SECRETS still lists {}: remove them from the configuration",
+                    done.configured_left
+                );
+            }
+        }
+        Command::RotateSecret {
+            drop_retired: false,
+        } => {
             let new = std::env::var("HERALD_NEW_SECRET").ok();
             let done = herald::rotate::rotate_secret(&config, new).await?;
             println!(
@@ -85,7 +106,17 @@ async fn run() -> anyhow::Result<()> {
             );
             match done.written {
                 Some(path) => println!("new secret written to {}", path.display()),
-                None => println!("now configure the new secret (HERALD_SECRET) and restart"),
+                None => println!(
+                    "now configure the new secret (HERALD_SECRET), add the old one to \
+                     HERALD_RETIRED_SECRETS so links in mail already sent keep working, and restart"
+                ),
+            }
+            if let Some(path) = done.retired {
+                println!(
+                    "the old secret is kept in {} for links in mail already sent \
+                     (herald rotate-secret --drop-retired forgets it)",
+                    path.display()
+                );
             }
         }
         Command::Outbox { show } => outbox(&config, show.as_deref())?,

@@ -9,7 +9,15 @@
 //! - When the secret is configured (`HERALD_SECRET` or the file), the new one must be given in
 //!   `HERALD_NEW_SECRET` (never on the command line, where `ps` would show it) and the operator
 //!   configures it afterwards; nothing is written to the data directory.
-//! - Sessions are signed with a key derived from the secret, so everyone signs in again.
+//! - The links in mail already sent (open pixel, clicks, list pages) carry tokens made with the
+//!   old secret: it is kept as retired, so they keep working (a key ring: the newest secret
+//!   signs, every kept one verifies) until the operator runs `herald rotate-secret
+//!   --drop-retired`. With the secret in the data directory the old one is appended to
+//!   `data_dir/secret.retired` (mode 0600) after the keys are committed and before the new
+//!   secret replaces the old; with a configured secret the operator lists it in
+//!   `HERALD_RETIRED_SECRETS`.
+//! - Sessions are signed with a key derived from the secret and do not follow the ring:
+//!   everyone signs in again (a rotation is what an operator does after a suspected leak).
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +33,9 @@ pub struct RotateOutcome {
     pub rotation: Rotation,
     /// The secret file written in the data directory, when the secret lives there.
     pub written: Option<PathBuf>,
+    /// The file of retired secrets the old one was added to, when the secret lives in the data
+    /// directory (a configured one goes in `HERALD_RETIRED_SECRETS`, by the operator).
+    pub retired: Option<PathBuf>,
 }
 
 /// Rotates the secret of `config` to `new_secret` (generated when `None` and the secret lives
@@ -70,6 +81,29 @@ pub async fn rotate_secret(
     let rotation = reseal_dkim_keys(&store, &old, new.as_bytes()).await;
     store.close().await;
     let rotation = rotation?;
+    let retired = if in_data_dir {
+        let path = config.retired_secrets_file();
+        let old = String::from_utf8_lossy(&old).into_owned();
+        // Only the file's own lines: secrets of HERALD_RETIRED_SECRETS stay in the configuration.
+        let before = match std::fs::read_to_string(&path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let mut kept: Vec<&str> = before.lines().map(str::trim).collect();
+        kept.push(&old);
+        let mut text = String::new();
+        for (i, k) in kept.iter().enumerate() {
+            if !k.is_empty() && *k != new && !kept[..i].contains(k) {
+                text.push_str(k);
+                text.push('\n');
+            }
+        }
+        replace_private(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+        Some(path)
+    } else {
+        None
+    };
     let written = if in_data_dir {
         std::fs::rename(&next, &current)
             .with_context(|| format!("moving {} to {}", next.display(), current.display()))?;
@@ -78,7 +112,41 @@ pub async fn rotate_secret(
     } else {
         None
     };
-    Ok(RotateOutcome { rotation, written })
+    Ok(RotateOutcome {
+        rotation,
+        written,
+        retired,
+    })
+}
+
+/// What `rotate-secret --drop-retired` did.
+#[derive(Debug)]
+pub struct DropOutcome {
+    /// Retired secrets removed from the data directory's file.
+    pub dropped: usize,
+    /// `HERALD_RETIRED_SECRETS` still lists secrets: the operator removes them.
+    pub configured_left: usize,
+}
+
+/// Forgets the retired secrets kept in the data directory: links made with them stop working
+/// at the servers' next start. Those listed in `HERALD_RETIRED_SECRETS` are the operator's to
+/// remove.
+pub fn drop_retired(config: &Config) -> anyhow::Result<DropOutcome> {
+    let path = config.retired_secrets_file();
+    let dropped = match std::fs::read_to_string(&path) {
+        Ok(s) => s.lines().filter(|l| !l.trim().is_empty()).count(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    match std::fs::remove_file(&path) {
+        Ok(()) => sync_dir(&config.data_dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+    }
+    Ok(DropOutcome {
+        dropped,
+        configured_left: config.retired_secrets.len(),
+    })
 }
 
 /// Writes `contents` to `path` (mode 0600 on Unix) through a temporary file and a rename.

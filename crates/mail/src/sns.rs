@@ -9,6 +9,8 @@
 //! - `SignatureVersion` 1 is SHA1withRSA and 2 SHA256withRSA over the canonical string of the
 //!   message's type (AWS "Verifying the signatures of Amazon SNS messages"); any other version,
 //!   a signature that is not base64, or a key that is not RSA is refused.
+//! - [`SnsMessage::prepare`] does every check that needs no certificate (version, canonical
+//!   string, base64), so a caller refuses such messages before fetching anything.
 
 use pki_types::pem::PemObject;
 use pki_types::{
@@ -101,21 +103,53 @@ impl SnsMessage {
         Ok(out)
     }
 
-    /// Verifies the signature with the certificate (DER) fetched from `SigningCertURL`.
-    pub fn verify(&self, cert_der: &[u8]) -> Result<(), SnsError> {
-        let alg: &dyn SignatureVerificationAlgorithm = match self.signature_version.as_str() {
-            "1" => &RsaPkcs1 { sha256: false },
-            "2" => &RsaPkcs1 { sha256: true },
-            v => return Err(SnsError::UnsupportedVersion(v.to_owned())),
+    /// Everything that can be checked without the certificate: a known `SignatureVersion`,
+    /// a canonical string for the message's type (its required fields present), and a base64
+    /// signature. The caller runs this before fetching anything.
+    pub fn prepare(&self) -> Result<Signed, SnsError> {
+        let sha256 = match self.signature_version.as_str() {
+            "1" => false,
+            "2" => true,
+            v => {
+                return Err(SnsError::UnsupportedVersion(
+                    v.chars().take(20).collect::<String>(),
+                ));
+            }
         };
+        let canonical = self.string_to_sign()?;
         use base64::Engine as _;
         let signature = base64::engine::general_purpose::STANDARD
             .decode(self.signature.trim())
             .map_err(|_| SnsError::BadSignature)?;
+        Ok(Signed {
+            alg: RsaPkcs1 { sha256 },
+            canonical,
+            signature,
+        })
+    }
+
+    /// Verifies the signature with the certificate (DER) fetched from `SigningCertURL`.
+    pub fn verify(&self, cert_der: &[u8]) -> Result<(), SnsError> {
+        self.prepare()?.verify(cert_der)
+    }
+}
+
+/// A message whose cheap checks passed ([`SnsMessage::prepare`]): what remains is the
+/// signature against the certificate.
+#[derive(Debug)]
+pub struct Signed {
+    alg: RsaPkcs1,
+    canonical: String,
+    signature: Vec<u8>,
+}
+
+impl Signed {
+    /// Verifies the signature with the certificate (DER) fetched from `SigningCertURL`.
+    pub fn verify(&self, cert_der: &[u8]) -> Result<(), SnsError> {
         let der = CertificateDer::from(cert_der);
         let cert = webpki::EndEntityCert::try_from(&der)
             .map_err(|e| SnsError::BadCertificate(format!("{e:?}")))?;
-        cert.verify_signature(alg, self.string_to_sign()?.as_bytes(), &signature)
+        cert.verify_signature(&self.alg, self.canonical.as_bytes(), &self.signature)
             .map_err(|_| SnsError::BadSignature)
     }
 }

@@ -10,26 +10,12 @@
 
 use axum::http::HeaderMap;
 
-/// The origin (`scheme://host[:port]`, lower case, default port dropped) of a URL.
+/// The origin of a URL as browsers serialize it (`scheme://host[:port]`, lower case, default
+/// port dropped, user info never part of it), by the URL Standard's parser. A URL that does
+/// not parse, or has an opaque origin, is `"null"`, which [`refusal`] never accepts.
 pub fn origin_of(url: &str) -> String {
-    let url = url.trim();
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    // Userinfo is never part of an origin.
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let scheme = scheme.to_ascii_lowercase();
-    let mut authority = authority.to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "https" => Some(":443"),
-        "http" => Some(":80"),
-        _ => None,
-    };
-    if let Some(port) = default_port
-        && authority.ends_with(port)
-    {
-        authority.truncate(authority.len() - port.len());
-    }
-    format!("{scheme}://{authority}")
+    url::Url::parse(url.trim())
+        .map_or_else(|_| "null".to_owned(), |u| u.origin().ascii_serialization())
 }
 
 /// Why a cookie-authenticated write is cross-site, or `None` when it may proceed.
@@ -42,8 +28,8 @@ pub fn refusal(headers: &HeaderMap, public_origin: &str) -> Option<&'static str>
         }
     }
     if let Some(origin) = headers.get("origin") {
-        let origin = origin.to_str().unwrap_or("");
-        if origin_of(origin) != public_origin {
+        let origin = origin_of(origin.to_str().unwrap_or(""));
+        if origin == "null" || origin != public_origin {
             return Some("Requests with the session cookie must come from the public URL's origin");
         }
     }
@@ -72,6 +58,23 @@ mod tests {
         assert_eq!(origin_of("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
         assert_eq!(origin_of("http://a.test:80"), "http://a.test");
         assert_ne!(origin_of("https://a.test"), origin_of("http://a.test"));
+        assert_eq!(origin_of("https://user:pw@a.test/x"), "https://a.test");
+        assert_eq!(origin_of("not a url"), "null");
+        assert_eq!(origin_of("data:text/plain,x"), "null");
+    }
+
+    #[test]
+    fn null_origins_never_match_even_an_unparsable_public_url() {
+        let public = origin_of("not a url");
+        assert_eq!(public, "null");
+        for o in ["null", "data:text/plain,x", "garbage"] {
+            let h = {
+                let mut h = HeaderMap::new();
+                h.insert("origin", o.parse().unwrap());
+                h
+            };
+            assert!(refusal(&h, &public).is_some(), "{o}");
+        }
     }
 
     #[test]

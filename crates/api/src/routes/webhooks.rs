@@ -51,13 +51,14 @@ pub struct NotificationResponse {
 }
 
 /// Applies a notification. Known message (or a replay, which changes nothing): 200; unknown
-/// message: 404; bad or missing signature, stale timestamp, no `HERALD_FEEDBACK_SECRET`, or an
-/// SNS certificate URL that is not Amazon's: 401.
+/// message: 404; malformed body or an unknown SNS signature version: 400; bad or missing
+/// signature, stale timestamp, no `HERALD_FEEDBACK_SECRET`, or an SNS certificate URL that is
+/// not Amazon's: 401; an SNS topic not in `HERALD_SNS_TOPIC_ARNS` (or the list unset): 403.
 #[utoipa::path(post, path = "/webhooks/notifications", tag = "webhooks",
     params(("Herald-Signature" = Option<String>, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256>"),
         ("x-amz-sns-message-type" = Option<String>, Header, description = "Set by Amazon SNS")),
     request_body = NotificationRequest,
-    responses((status = 200, body = NotificationResponse), (status = 401), (status = 404), (status = 502)))]
+    responses((status = 200, body = NotificationResponse), (status = 400), (status = 401), (status = 403), (status = 404), (status = 502)))]
 async fn notifications(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -88,6 +89,7 @@ async fn notifications(
 fn refusal(e: NotificationError) -> ApiError {
     match e {
         NotificationError::Unauthorized(m) => ApiError::unauthorized("UNAUTHORIZED", m),
+        NotificationError::Forbidden(m) => ApiError::forbidden("FORBIDDEN", m),
         NotificationError::Malformed(m) => ApiError::bad_request(m),
         NotificationError::Invalid { field, message } => {
             ApiError::field(field, message, "invalid_enum")

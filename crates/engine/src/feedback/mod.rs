@@ -42,6 +42,9 @@ pub enum NotificationError {
     /// Signature missing, wrong or stale; no secret configured; a foreign certificate URL.
     #[error("{0}")]
     Unauthorized(String),
+    /// Well signed or not, not accepted from this sender (an SNS topic that is not listed).
+    #[error("{0}")]
+    Forbidden(String),
     /// Not JSON, or not the format's shape.
     #[error("{0}")]
     Malformed(String),

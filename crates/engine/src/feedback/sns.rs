@@ -1,8 +1,15 @@
 //! Amazon SES notifications delivered by SNS: verification (certificate fetched from an SNS
-//! host, signature versions 1 and 2, a timestamp window, an optional topic allow-list),
-//! subscription confirmation, and the mapping of SES's Bounce/Complaint/Delivery to feedback.
+//! host, signature versions 1 and 2, a timestamp window, the topic allow-list), subscription
+//! confirmation, and the mapping of SES's Bounce/Complaint/Delivery to feedback.
 //!
 //! Invariants:
+//! - SNS is refused (403) unless the message's `TopicArn` is in `HERALD_SNS_TOPIC_ARNS`; with
+//!   the list empty every SNS message is refused, `SubscriptionConfirmation` included: any AWS
+//!   account can make a validly signed message, so a signature alone proves nothing about
+//!   whose topic it came from (DECISIONS.md "Feedback, suppression").
+//! - The checks that need no request (JSON shape, `Type` against the header, signature
+//!   version, canonical string, base64 signature, topic, timestamp, URL hosts) all run before
+//!   any certificate is fetched: a refused message costs the server no outgoing request.
 //! - No URL from a message is requested unless it passes `herald_mail::sns::allowed_sns_url`
 //!   (https, `sns.<region>.amazonaws.com`), checked before any connection; redirects are not
 //!   followed. The one exception is the test-only trusted certificate
@@ -147,9 +154,12 @@ fn is_test_loopback(url: &str) -> bool {
     })
 }
 
-fn unauthorized(e: SnsError) -> NotificationError {
+/// A malformed message or an unknown signature version is a bad request (400); everything
+/// else about the signature is unauthorized (401).
+fn refused(e: SnsError) -> NotificationError {
     match e {
         SnsError::Malformed(m) => NotificationError::Malformed(m),
+        e @ SnsError::UnsupportedVersion(_) => NotificationError::Malformed(e.to_string()),
         other => NotificationError::Unauthorized(other.to_string()),
     }
 }
@@ -161,17 +171,26 @@ impl Engine {
         message_type: &str,
         body: &[u8],
     ) -> Result<Outcome, NotificationError> {
-        let msg = SnsMessage::parse(body).map_err(unauthorized)?;
+        // Every check that needs no request comes first: a refused message costs no fetch.
+        let msg = SnsMessage::parse(body).map_err(refused)?;
         if msg.kind != message_type {
             return Err(NotificationError::Malformed(
                 "x-amz-sns-message-type does not match the message's Type".into(),
             ));
         }
+        let signed = msg.prepare().map_err(refused)?;
         let topics = &self.settings.sns_topic_arns;
-        if !topics.is_empty() && !topics.contains(&msg.topic_arn) {
-            return Err(NotificationError::Unauthorized(format!(
-                "the SNS topic {} is not one of HERALD_SNS_TOPIC_ARNS",
-                msg.topic_arn
+        if topics.is_empty() {
+            return Err(NotificationError::Forbidden(
+                "Amazon SNS notifications are refused: HERALD_SNS_TOPIC_ARNS is not configured \
+                 (any AWS account can sign an SNS message; list your topics)"
+                    .into(),
+            ));
+        }
+        if !topics.contains(&msg.topic_arn) {
+            return Err(NotificationError::Forbidden(format!(
+                "the SNS topic {:?} is not one of HERALD_SNS_TOPIC_ARNS",
+                msg.topic_arn.chars().take(256).collect::<String>()
             )));
         }
         let at = parse_iso(&msg.timestamp)
@@ -181,12 +200,16 @@ impl Engine {
                 "the SNS message's Timestamp is more than an hour from now".into(),
             ));
         }
+        if msg.kind == "SubscriptionConfirmation" {
+            self.sns
+                .allowed(msg.subscribe_url.as_deref().unwrap_or_default(), false)?;
+        }
         let cert = self.sns.certificate(&msg.signing_cert_url).await?;
-        msg.verify(&cert).map_err(unauthorized)?;
+        signed.verify(&cert).map_err(refused)?;
         match msg.kind.as_str() {
             "SubscriptionConfirmation" => {
+                // Its host was checked before the certificate was fetched.
                 let url = msg.subscribe_url.as_deref().unwrap_or_default();
-                self.sns.allowed(url, false)?;
                 self.sns.get(url, MAX_CERT_BYTES).await?;
                 tracing::info!(topic = %msg.topic_arn, "SNS subscription confirmed");
                 Ok(Outcome::Confirmed)

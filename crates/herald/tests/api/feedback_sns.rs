@@ -31,6 +31,8 @@ both_engines!(
     sns_stale_timestamp_is_refused,
     sns_replay_of_a_message_id_changes_nothing,
     sns_unknown_message_is_404,
+    sns_without_a_topic_list_is_refused_even_when_signed,
+    sns_cheap_refusals_fetch_no_certificate,
 );
 
 const TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:ses-feedback";
@@ -120,9 +122,19 @@ async fn fixture() -> Fixture {
     }
 }
 
+/// A server trusting the fixture's certificate, with [`TOPIC`] as its one SNS topic.
 async fn sns_world(engine: Engine, f: &Fixture) -> MailWorld {
+    sns_world_with_topics(engine, f, &[TOPIC]).await
+}
+
+async fn sns_world_with_topics(engine: Engine, f: &Fixture, topics: &[&str]) -> MailWorld {
     let cert = f.cert.clone();
-    let w = mail_world(engine, move |c| c.sns_trust_cert_pem = Some(cert)).await;
+    let topics: Vec<String> = topics.iter().map(|t| (*t).to_owned()).collect();
+    let w = mail_world(engine, move |c| {
+        c.sns_trust_cert_pem = Some(cert);
+        c.sns_topic_arns = topics;
+    })
+    .await;
     w.sink.reply_with_queue_ids(true);
     w
 }
@@ -131,6 +143,7 @@ async fn sns_world(engine: Engine, f: &Fixture) -> MailWorld {
 struct Sns {
     version: u8,
     kind: &'static str,
+    topic: String,
     message_id: String,
     message: String,
     timestamp: String,
@@ -144,6 +157,7 @@ impl Sns {
         Sns {
             version,
             kind: "Notification",
+            topic: TOPIC.to_owned(),
             message_id: uuid::Uuid::new_v4().to_string(),
             message: ses.to_string(),
             timestamp: iso(herald_core::clock::Clock::now(&*app.clock)),
@@ -159,7 +173,7 @@ impl Sns {
             ("Message", &self.message),
             ("MessageId", &self.message_id),
             ("Timestamp", &self.timestamp),
-            ("TopicArn", TOPIC),
+            ("TopicArn", &self.topic),
             ("Type", self.kind),
         ];
         if let (Some(u), Some(t)) = (&self.subscribe_url, &self.token) {
@@ -194,7 +208,7 @@ impl Sns {
         let mut v = json!({
             "Type": self.kind,
             "MessageId": self.message_id,
-            "TopicArn": TOPIC,
+            "TopicArn": self.topic,
             "Message": self.message,
             "Timestamp": self.timestamp,
             "SignatureVersion": self.version.to_string(),
@@ -347,9 +361,8 @@ async fn sns_forged_signature_is_refused(engine: Engine) {
         ),
         // Signed by a key whose certificate is not the trusted one.
         ("SigningCertURL", json!(format!("{}/other.pem", f.base))),
-        // A signature that is not base64, and an unknown version.
+        // A signature that is not base64.
         ("Signature", json!("%%%")),
-        ("SignatureVersion", json!("3")),
     ];
     for (field, value) in tampered {
         let mut bad = good.clone();
@@ -489,4 +502,158 @@ async fn sns_unknown_message_is_404(engine: Engine) {
         "BAD_REQUEST",
     )
     .await;
+}
+
+/// A subscription confirmation for `topic`, signed.
+fn confirmation(app: &TestApp, f: &Fixture, topic: &str) -> Value {
+    let mut m = Sns::notification(app, f, 2, &json!("subscribe"));
+    m.kind = "SubscriptionConfirmation";
+    m.topic = topic.to_owned();
+    m.message = "You have chosen to subscribe to the topic".into();
+    m.subscribe_url = Some(format!(
+        "{}/confirm?Action=ConfirmSubscription&Token=tok",
+        f.base
+    ));
+    m.token = Some("tok".into());
+    m.signed(&f.key)
+}
+
+async fn sns_without_a_topic_list_is_refused_even_when_signed(engine: Engine) {
+    let f = fixture().await;
+    let w = sns_world_with_topics(engine, &f, &[]).await;
+    let ids = sent(&w, &["x@example.org"]).await;
+    let relay_id = email(&w, &ids[0]).await["relayMessageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Validly signed by a certificate the server trusts, from a topic nobody listed.
+    let body = Sns::notification(&w.app, &f, 2, &ses_bounce(&relay_id, "Permanent")).signed(&f.key);
+    let e = expect_error(
+        post_sns(&w.app, "Notification", &body).await,
+        403,
+        "FORBIDDEN",
+    )
+    .await;
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("HERALD_SNS_TOPIC_ARNS"),
+        "{e}"
+    );
+    let body = confirmation(&w.app, &f, TOPIC);
+    expect_error(
+        post_sns(&w.app, "SubscriptionConfirmation", &body).await,
+        403,
+        "FORBIDDEN",
+    )
+    .await;
+    assert_eq!(f.confirmations.load(Ordering::SeqCst), 0, "not confirmed");
+    assert_eq!(f.requests.load(Ordering::SeqCst), 0, "nothing was fetched");
+    assert_eq!(email(&w, &ids[0]).await["status"], "SENT");
+    assert_eq!(suppression(&w, "x@example.org").await, None);
+}
+
+async fn sns_cheap_refusals_fetch_no_certificate(engine: Engine) {
+    let f = fixture().await;
+    let w = sns_world(engine, &f).await;
+    let ids = sent(&w, &["x@example.org"]).await;
+    let relay_id = email(&w, &ids[0]).await["relayMessageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let good = Sns::notification(&w.app, &f, 2, &ses_bounce(&relay_id, "Permanent")).signed(&f.key);
+    let refusals: Vec<(&str, &str, String, u16, &str)> = vec![
+        // An unknown signature version: 400, whatever the certificate would say.
+        (
+            "version 3",
+            "Notification",
+            {
+                let mut b = good.clone();
+                b["SignatureVersion"] = json!("3");
+                b.to_string()
+            },
+            400,
+            "BAD_REQUEST",
+        ),
+        // Not JSON, and JSON without the SNS fields.
+        (
+            "not JSON",
+            "Notification",
+            "{not json".to_owned(),
+            400,
+            "BAD_REQUEST",
+        ),
+        (
+            "no Signature",
+            "Notification",
+            {
+                let mut b = good.clone();
+                b.as_object_mut().unwrap().remove("Signature");
+                b.to_string()
+            },
+            400,
+            "BAD_REQUEST",
+        ),
+        // A confirmation without its Token cannot have a canonical string.
+        (
+            "no Token",
+            "SubscriptionConfirmation",
+            {
+                let mut b = confirmation(&w.app, &f, TOPIC);
+                b.as_object_mut().unwrap().remove("Token");
+                b.to_string()
+            },
+            400,
+            "BAD_REQUEST",
+        ),
+        // Signed, from a topic that is not listed: a notification and a confirmation.
+        (
+            "other topic",
+            "Notification",
+            {
+                let mut m = Sns::notification(&w.app, &f, 2, &ses_bounce(&relay_id, "Permanent"));
+                m.topic = "arn:aws:sns:us-east-1:999999999999:someone-else".into();
+                m.signed(&f.key).to_string()
+            },
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            "other topic",
+            "SubscriptionConfirmation",
+            confirmation(
+                &w.app,
+                &f,
+                "arn:aws:sns:us-east-1:999999999999:someone-else",
+            )
+            .to_string(),
+            403,
+            "FORBIDDEN",
+        ),
+    ];
+    for (what, kind, body, status, code) in refusals {
+        let res = w
+            .app
+            .client
+            .post(w.app.url("/webhooks/notifications"))
+            .header("content-type", "text/plain; charset=UTF-8")
+            .header("x-amz-sns-message-type", kind)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), status, "{what}");
+        expect_error(res, status, code).await;
+        assert_eq!(
+            f.requests.load(Ordering::SeqCst),
+            0,
+            "{what}: refused before any certificate was fetched"
+        );
+    }
+    assert_eq!(f.confirmations.load(Ordering::SeqCst), 0);
+    assert_eq!(email(&w, &ids[0]).await["status"], "SENT");
+    // The same message, untouched, is accepted: the refusals were for what they changed.
+    expect_json(post_sns(&w.app, "Notification", &good).await, 200).await;
+    assert_eq!(email(&w, &ids[0]).await["status"], "BOUNCED");
 }

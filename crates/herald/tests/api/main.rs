@@ -65,4 +65,5 @@ mod uploads;
 mod verify;
 mod workflow_crash;
 mod workflow_runs;
+mod workflow_webhook_body;
 mod workflows;
