@@ -35,7 +35,9 @@
 //!
 //! `memory` prints the RSS through a 128-way login flood and through `count` (default 2,000)
 //! `/v1/send` requests with a 5 MB attachment at `concurrency` (default 16) in flight, and
-//! 30 s after each. `--no-default-features` builds it with the system allocator.
+//! 30 s after each; then the peak RSS of a node (the `herald` binary in a process of its own)
+//! delivering those messages to a loopback SMTP sink with DKIM. `--no-default-features`
+//! builds it with the system allocator.
 #![forbid(unsafe_code)]
 
 mod campaigns;
@@ -208,6 +210,8 @@ async fn run() -> anyhow::Result<()> {
                 count: opts.count,
                 concurrency: opts.concurrency,
                 database_url: opts.database_url.clone(),
+                send_concurrency: opts.send_concurrency,
+                smtp_connections: opts.smtp_connections,
             })
             .await
         }

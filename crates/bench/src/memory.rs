@@ -1,11 +1,15 @@
 //! The memory benchmark: resident memory (RSS) of the process serving Herald through a
 //! 128-way flood of wrong-password logins and through `/v1/send` requests carrying a 5 MB
-//! attachment, and 30 s after each (issue 8, "Memory that no request may take").
+//! attachment, and 30 s after each (issue 8, "Memory that no request may take"); then the
+//! peak RSS of a node delivering those messages (issue 29, "Delivery memory").
 //!
-//! The server runs in this process (as in the other benchmarks), so the numbers include the
-//! client; the client sends one shared request body and keeps no responses, so its share is a
-//! few MB. The sender domain is verified against a loopback DNS server; workers are off, so
-//! the numbers are the API's alone.
+//! The API server runs in this process (as in the other benchmarks), so the numbers include
+//! the client; the client sends one shared request body and keeps no responses, so its share
+//! is a few MB. The sender domain is verified against a loopback DNS server; workers are off,
+//! so those numbers are the API's alone. The delivering node is the `herald` binary in a
+//! process of its own on the same database ([`crate::child`]), DKIM-signing every message
+//! and handing it to a loopback SMTP sink in this process; its peak is the kernel's `VmHWM`
+//! of that process, so the sink's buffers are not counted.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -18,14 +22,19 @@ use reqwest::{Client, StatusCode};
 use serde_json::json;
 use tokio::task::JoinSet;
 
+use herald_testkit::smtp_sink::SmtpSink;
+
+use crate::child::ChildNode;
 use crate::send::{rss_mb, verdict, verify_domain};
-use crate::server::{Server, expect_status, project_key};
+use crate::server::{Server, Stall, expect_status, project_key, tune_delivery};
 
 const LOGINS: usize = 600;
 const LOGIN_CONCURRENCY: usize = 128;
 const ATTACHMENT_BYTES: usize = 5 * 1024 * 1024;
 const TARGET_PEAK_MB: f64 = 300.0;
 const TARGET_AFTER_MB: f64 = 150.0;
+/// The delivering node's peak while it delivers the 5 MB messages (issue 29).
+const TARGET_DELIVERY_PEAK_MB: f64 = 400.0;
 const SETTLE: Duration = Duration::from_secs(30);
 
 pub struct MemoryOptions {
@@ -34,6 +43,9 @@ pub struct MemoryOptions {
     /// Sends in flight (default 16).
     pub concurrency: usize,
     pub database_url: Option<String>,
+    /// The delivering node's settings, when not the defaults.
+    pub send_concurrency: Option<usize>,
+    pub smtp_connections: Option<usize>,
 }
 
 /// The highest RSS seen since the last reset, sampled every 20 ms.
@@ -62,9 +74,13 @@ impl Peak {
 pub async fn run(opts: &MemoryOptions) -> anyhow::Result<()> {
     let dns = DnsServer::start().await?;
     let dns_addr = dns.addr();
+    let sink = SmtpSink::start().await?;
+    sink.keep_messages(false);
+    let smtp_url = sink.url();
     let api = Server::start_with(opts.database_url.as_deref(), |c| {
         c.workers = false;
         c.dns_resolver = Some(dns_addr);
+        c.smtp_url = Some(smtp_url);
     })
     .await?;
     println!("engine: {}", api.engine);
@@ -99,7 +115,37 @@ pub async fn run(opts: &MemoryOptions) -> anyhow::Result<()> {
         &peak,
     )
     .await;
-    api.shutdown().await
+    deliver(api, &sink, opts).await
+}
+
+/// Stops the accepting node and delivers its queue from a node in a process of its own,
+/// printing that node's peak RSS (`VmHWM`) and how long the delivery took.
+async fn deliver(api: Server, sink: &SmtpSink, opts: &MemoryOptions) -> anyhow::Result<()> {
+    let mut config = api.config.clone();
+    let api = api.stop().await?;
+    config.listen = "127.0.0.1:0".into();
+    config.workers = true;
+    tune_delivery(&mut config, opts.send_concurrency, opts.smtp_connections);
+    let started = std::time::Instant::now();
+    let mut node = ChildNode::start(&config)?;
+    let mut stall = Stall::new();
+    while sink.accepted_count() < opts.count {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        node.check_running()?;
+        stall.check(sink.accepted_count(), opts.count)?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let top = node.peak_rss_mb()?;
+    node.stop()?;
+    println!(
+        "delivery of those {} (DKIM + SMTP to a loopback sink; a node in its own process, send_concurrency {}, smtp_max_connections {}): {secs:.1} s = {:.0}/s; node peak RSS {top:.0} MB (target < {TARGET_DELIVERY_PEAK_MB:.0} MB) {}",
+        opts.count,
+        config.send_concurrency,
+        config.smtp_max_connections,
+        opts.count as f64 / secs,
+        verdict(top < TARGET_DELIVERY_PEAK_MB)
+    );
+    api.cleanup().await
 }
 
 async fn report(what: &str, peak: &Peak) {

@@ -35,7 +35,10 @@ use herald_store::Store;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-pub use settings::{DEFAULT_SEND_CONCURRENCY, DEFAULT_SMTP_MAX_CONNECTIONS, EngineSettings};
+pub use settings::{
+    DEFAULT_SEND_CONCURRENCY, DEFAULT_SEND_MEMORY_BUDGET, DEFAULT_SMTP_MAX_CONNECTIONS,
+    EngineSettings,
+};
 
 pub struct EngineInner {
     pub store: Store,

@@ -28,6 +28,9 @@ pub struct EngineSettings {
     pub send_rate_per_second: u32,
     /// Concurrent deliveries of this node.
     pub send_concurrency: usize,
+    /// Bytes the node's deliveries in flight may hold (their messages' estimated sizes,
+    /// [`crate::send::budget`]); more wait. A message larger than this goes alone.
+    pub send_memory_budget: usize,
     /// Delivery attempts before a message fails for good.
     pub send_max_attempts: u32,
     /// First retry delay; doubled for each further attempt.
@@ -87,6 +90,7 @@ impl std::fmt::Debug for EngineSettings {
             .field("smtp_max_connections", &self.smtp_max_connections)
             .field("send_rate_per_second", &self.send_rate_per_second)
             .field("send_concurrency", &self.send_concurrency)
+            .field("send_memory_budget", &self.send_memory_budget)
             .field("send_max_attempts", &self.send_max_attempts)
             .field("send_retry_base", &self.send_retry_base)
             .field("send_lease", &self.send_lease)
@@ -114,6 +118,10 @@ impl std::fmt::Debug for EngineSettings {
 /// baseline's `/sqlite` (docs/benchmarks.md, `send` and `send --concurrent`).
 pub const DEFAULT_SEND_CONCURRENCY: usize = 64;
 pub const DEFAULT_SMTP_MAX_CONNECTIONS: usize = 32;
+/// Bytes a node's deliveries in flight may hold: a few messages with large attachments at
+/// once (one with a 5 MB attachment costs about 12 MB while composed, 7 MB while handed over),
+/// while small messages never wait for it (docs/sending.md "Delivery memory").
+pub const DEFAULT_SEND_MEMORY_BUDGET: usize = 64 * 1024 * 1024;
 
 impl EngineSettings {
     /// Defaults for a data directory (used by tests and as the base of the configuration).
@@ -131,6 +139,7 @@ impl EngineSettings {
             smtp_max_connections: DEFAULT_SMTP_MAX_CONNECTIONS,
             send_rate_per_second: 0,
             send_concurrency: DEFAULT_SEND_CONCURRENCY,
+            send_memory_budget: DEFAULT_SEND_MEMORY_BUDGET,
             send_max_attempts: 8,
             send_retry_base: Duration::from_secs(30),
             send_lease: Duration::from_secs(10),

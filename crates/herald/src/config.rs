@@ -72,6 +72,9 @@ pub struct Config {
     pub send_rate_per_second: u32,
     /// Concurrent deliveries of this node.
     pub send_concurrency: usize,
+    /// Bytes this node's deliveries in flight may hold (estimated from each message's HTML
+    /// and attachment sizes); more wait. A message larger than this goes alone.
+    pub send_memory_budget_bytes: usize,
     /// Linux: while the node delivers, run every thread of `herald serve` under
     /// `SCHED_BATCH`, so a thread waking up does not preempt the signing threads
     /// (scheduling.rs).
@@ -240,6 +243,7 @@ impl Default for Config {
             smtp_max_connections: herald_engine::DEFAULT_SMTP_MAX_CONNECTIONS,
             send_rate_per_second: 0,
             send_concurrency: herald_engine::DEFAULT_SEND_CONCURRENCY,
+            send_memory_budget_bytes: herald_engine::DEFAULT_SEND_MEMORY_BUDGET,
             batch_scheduling: true,
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
@@ -430,6 +434,7 @@ impl Config {
             smtp_max_connections: self.smtp_max_connections.max(1),
             send_rate_per_second: self.send_rate_per_second,
             send_concurrency: self.send_concurrency.max(1),
+            send_memory_budget: self.send_memory_budget_bytes,
             send_max_attempts: self.send_max_attempts.max(1),
             send_retry_base: secs(self.send_retry_base_secs),
             send_lease: secs(self.send_lease_secs.max(1.0)),
@@ -677,6 +682,24 @@ mod tests {
         let err = Config::layered(Some(&path), env(&[])).unwrap_err();
         assert!(err.to_string().contains("lisen"), "{err}");
         assert!(Config::layered(Some(&dir.path().join("missing.toml")), env(&[])).is_err());
+    }
+
+    #[test]
+    fn the_delivery_memory_budget_is_a_setting_herald_config_shows() {
+        let default = Config::default();
+        assert_eq!(
+            default.engine_settings().send_memory_budget,
+            herald_engine::DEFAULT_SEND_MEMORY_BUDGET
+        );
+        let c =
+            Config::layered(None, env(&[("HERALD_SEND_MEMORY_BUDGET_BYTES", "1048576")])).unwrap();
+        assert_eq!(c.engine_settings().send_memory_budget, 1 << 20);
+        assert!(
+            c.redacted_toml()
+                .contains("send_memory_budget_bytes = 1048576"),
+            "{}",
+            c.redacted_toml()
+        );
     }
 
     #[test]

@@ -167,6 +167,28 @@ impl DkimSigner {
     /// Signs From, To, Subject, Date, Message-ID, and when present List-Unsubscribe,
     /// List-Unsubscribe-Post, Reply-To, MIME-Version, Content-Type.
     pub fn sign(&self, message: &[u8]) -> anyhow::Result<Vec<u8>> {
+        let header = self.signature_header(message)?;
+        let mut out = Vec::with_capacity(header.len() + message.len());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(message);
+        Ok(out)
+    }
+
+    /// [`Self::sign`] without a second copy of the message: the `DKIM-Signature` header is
+    /// inserted at the front of `message` itself (the body hash is computed over it as it
+    /// lies). Unless the buffer has room to spare ([`crate::mime::HEADER_ROOM`]), that grows
+    /// it once.
+    pub fn sign_in_place(&self, message: &mut Vec<u8>) -> anyhow::Result<()> {
+        let header = self.signature_header(message)?.into_bytes();
+        let len = message.len();
+        message.resize(len + header.len(), 0);
+        message.copy_within(..len, header.len());
+        message[..header.len()].copy_from_slice(&header);
+        Ok(())
+    }
+
+    /// The `DKIM-Signature` header line(s) for `message`, ending in CRLF.
+    fn signature_header(&self, message: &[u8]) -> anyhow::Result<String> {
         if !has_header(message, b"from") {
             bail!("cannot DKIM-sign a message without a From header");
         }
@@ -179,10 +201,7 @@ impl DkimSigner {
         if !header.ends_with("\r\n") {
             header.push_str("\r\n");
         }
-        let mut out = Vec::with_capacity(header.len() + message.len());
-        out.extend_from_slice(header.as_bytes());
-        out.extend_from_slice(message);
-        Ok(out)
+        Ok(header)
     }
 }
 
@@ -354,6 +373,18 @@ mod tests {
 
         assert_eq!(
             verify(&signed, "example.com", "herald1", &txt).await,
+            vec![DkimResult::Pass]
+        );
+        // Signed in place: the same header in front of the same bytes, in the same buffer.
+        let mut in_place = raw.clone();
+        in_place.reserve(crate::mime::HEADER_ROOM);
+        let buffer = in_place.as_ptr();
+        signer.sign_in_place(&mut in_place).unwrap();
+        assert_eq!(in_place.as_ptr(), buffer, "no second buffer");
+        assert!(in_place.ends_with(&raw));
+        assert!(in_place.starts_with(b"DKIM-Signature: v=1; a=rsa-sha256; s=herald1;"));
+        assert_eq!(
+            verify(&in_place, "example.com", "herald1", &txt).await,
             vec![DkimResult::Pass]
         );
 

@@ -25,6 +25,10 @@
 //!   filename or unsubscribe URL is an error.
 //! - `List-Unsubscribe: <url>` and, when `one_click`, `List-Unsubscribe-Post:
 //!   List-Unsubscribe=One-Click` (RFC 8058); both are DKIM-signed by [`crate::dkim`].
+//! - Memory: the output is one buffer, sized once. lettre formats the message with a random
+//!   placeholder for each attachment's body, and each attachment's base64 lines (76
+//!   characters, CRLF between, as lettre writes them) are then encoded straight into the
+//!   output in its place; the buffer keeps [`HEADER_ROOM`] spare for the DKIM signature.
 
 use std::borrow::Cow;
 use std::time::SystemTime;
@@ -205,7 +209,7 @@ fn system_time(date: &chrono::DateTime<chrono::Utc>) -> Result<SystemTime, MimeE
     Ok(SystemTime::from(*date))
 }
 
-fn attachment_part(a: &Attachment) -> Result<SinglePart, MimeError> {
+fn attachment_part(a: &Attachment, placeholder: &Placeholder) -> Result<SinglePart, MimeError> {
     no_line_break("attachment filename", &a.filename)?;
     no_line_break("attachment content type", &a.content_type)?;
     let content_type = ContentType::parse(a.content_type.trim())
@@ -230,11 +234,87 @@ fn attachment_part(a: &Attachment) -> Result<SinglePart, MimeError> {
         None => LettreAttachment::new(filename),
     };
     // Always base64: the bytes arrive exactly as given (a "7bit" binary could carry bare LF,
-    // CR or NUL, which relays are free to rewrite).
-    let body = Body::new_with_encoding(a.content.clone(), ContentTransferEncoding::Base64)
+    // CR or NUL, which relays are free to rewrite). The part carries its placeholder's bytes;
+    // [`build`] writes the real content in its place.
+    let body = Body::new_with_encoding(placeholder.to_vec(), ContentTransferEncoding::Base64)
         .map_err(|_| MimeError::Build("cannot base64-encode an attachment".into()))?;
     Ok(builder.body(body, content_type))
 }
+
+/// Raw bytes of an attachment's placeholder: 45 random bytes, 60 base64 characters on one
+/// line, which no other text of the message can contain by chance.
+type Placeholder = [u8; 45];
+
+fn new_placeholder() -> Placeholder {
+    let mut raw = [0u8; 48];
+    for chunk in raw.chunks_mut(16) {
+        chunk.copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    }
+    let mut out = [0u8; 45];
+    out.copy_from_slice(&raw[..45]);
+    out
+}
+
+/// Length of `len` bytes in base64 as attachments are written: lines of 76 characters
+/// separated by CRLF, none after the last.
+pub fn base64_lines_len(len: usize) -> usize {
+    let chars = len.div_ceil(3) * 4;
+    chars + chars.div_ceil(BASE64_LINE).saturating_sub(1) * 2
+}
+
+const BASE64_LINE: usize = 76;
+
+/// Appends `content` in base64 as [`base64_lines_len`] describes (lettre's layout), written
+/// straight into `out`.
+fn push_base64_lines(out: &mut Vec<u8>, content: &[u8]) {
+    use base64::Engine as _;
+    const LINE_INPUT: usize = BASE64_LINE / 4 * 3;
+    let start = out.len();
+    out.resize(start + base64_lines_len(content.len()), 0);
+    let mut at = start;
+    for (i, line) in content.chunks(LINE_INPUT).enumerate() {
+        if i > 0 {
+            out[at..at + 2].copy_from_slice(b"\r\n");
+            at += 2;
+        }
+        // The slice is exactly the line's encoded length, so this cannot fail.
+        at += base64::engine::general_purpose::STANDARD
+            .encode_slice(line, &mut out[at..])
+            .unwrap_or(0);
+    }
+    out.truncate(at);
+}
+
+/// Builds the final bytes from `skeleton` (the formatted message, each attachment's body a
+/// placeholder), writing each attachment's base64 in place of its placeholder: one buffer,
+/// sized once, with room left for a DKIM-Signature header ([`HEADER_ROOM`]).
+fn splice(skeleton: &[u8], parts: &[(String, &Attachment)]) -> Result<Vec<u8>, MimeError> {
+    let mut found = Vec::with_capacity(parts.len());
+    for (marker, a) in parts {
+        let at = memchr::memmem::find(skeleton, marker.as_bytes())
+            .ok_or_else(|| MimeError::Build("an attachment part went missing".into()))?;
+        found.push((at, marker.len(), *a));
+    }
+    found.sort_by_key(|(at, _, _)| *at);
+    let size = skeleton.len()
+        + found
+            .iter()
+            .map(|(_, marker, a)| base64_lines_len(a.content.len()).saturating_sub(*marker))
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(size + HEADER_ROOM);
+    let mut copied = 0;
+    for (at, marker, a) in found {
+        out.extend_from_slice(&skeleton[copied..at]);
+        push_base64_lines(&mut out, &a.content);
+        copied = at + marker;
+    }
+    out.extend_from_slice(&skeleton[copied..]);
+    Ok(out)
+}
+
+/// Spare capacity [`build`] leaves after the message, so that a DKIM-Signature header
+/// ([`crate::dkim::DkimSigner::sign_in_place`]) fits without reallocating the buffer.
+pub const HEADER_ROOM: usize = 2048;
 
 /// Text for a body part: every line ending (CRLF, bare CR, bare LF) becomes CRLF and NUL
 /// characters are dropped, so the 7bit / quoted-printable encodings stay valid and lettre has
@@ -347,8 +427,17 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
 
     let mut inline = Vec::new();
     let mut regular = Vec::new();
+    let mut parts = Vec::with_capacity(msg.attachments.len());
     for a in &msg.attachments {
-        let part = attachment_part(a)?;
+        let placeholder = new_placeholder();
+        let part = attachment_part(a, &placeholder)?;
+        {
+            use base64::Engine as _;
+            parts.push((
+                base64::engine::general_purpose::STANDARD.encode(placeholder),
+                a,
+            ));
+        }
         if a.content_id.is_some() {
             inline.push(part);
         } else {
@@ -368,11 +457,13 @@ pub fn build(msg: &OutgoingMessage) -> Result<Vec<u8>, MimeError> {
         Node::Multi(m) => builder.multipart(m),
     }
     .map_err(|e| MimeError::Build(e.to_string()))?;
-    let out = message.formatted();
-    if has_long_line(&out) {
+    let skeleton = message.formatted();
+    drop(message);
+    // The attachments' lines are 76 characters: only the skeleton can have a long line.
+    if has_long_line(&skeleton) {
         return Err(MimeError::LineTooLong);
     }
-    Ok(out)
+    splice(&skeleton, &parts)
 }
 
 #[cfg(test)]

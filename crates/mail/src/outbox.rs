@@ -102,6 +102,12 @@ impl OutboxTransport {
     /// Writes `<dir>/<key>.eml` atomically and durably; returns a reply naming the file, not
     /// its directory (the reply ends up in message histories that API clients read).
     pub async fn send(&self, key: &str, raw: &[u8]) -> Result<String, TransportError> {
+        self.send_owned(key, raw.to_vec()).await
+    }
+
+    /// [`Self::send`] taking the bytes over: the writer thread writes them from this buffer
+    /// (no copy) and drops it once written.
+    pub async fn send_owned(&self, key: &str, raw: Vec<u8>) -> Result<String, TransportError> {
         let path = self
             .path_for(key)
             .map_err(|e| TransportError::Permanent(e.to_string()))?;
@@ -109,7 +115,7 @@ impl OutboxTransport {
         let stopped = || TransportError::Transient("the outbox writer stopped".to_owned());
         let pending = Pending {
             path,
-            data: raw.to_vec(),
+            data: raw,
             done,
         };
         self.writer().send(pending).map_err(|_| stopped())?;

@@ -4,9 +4,10 @@
 //! With PIPELINING (RFC 2920) offered by the relay, `MAIL`, every `RCPT` and `DATA` go out in
 //! one write and their replies are read in order; the message, dot-stuffed, and its
 //! terminating `.` go in a second write. Without it, one command per round trip, as lettre
-//! does. Why: lettre's own transaction wrote five times and waited for four replies per
-//! message, and those sends were about a tenth of a delivering node's CPU
-//! (docs/benchmarks.md, `send`).
+//! does. A message over [`STREAM_OVER`] is written in chunks, dot-stuffed as they go, so no
+//! copy of it is made (the relay reads the same bytes). Why pipelining: lettre's own
+//! transaction wrote five times and waited for four replies per message, and those sends were
+//! about a tenth of a delivering node's CPU (docs/benchmarks.md, `send`).
 //!
 //! Whatever the mode, a failure ends the connection (the caller aborts it): replies still in
 //! flight are never mistaken for the next transaction's, and a message whose `DATA` was
@@ -91,6 +92,9 @@ impl Session {
             }
             conn.command(Data).await.map_err(send)?;
         }
+        if raw.len() > STREAM_OVER {
+            return conn.message_iter(stream_chunks(raw)).await.map_err(send);
+        }
         match String::from_utf8(data_block(raw)) {
             // `command` writes its text in one write and reads the reply to the final dot.
             Ok(block) => conn.command(Text(&block)).await.map_err(send),
@@ -98,6 +102,21 @@ impl Session {
             Err(_) => conn.message(raw).await.map_err(send),
         }
     }
+}
+
+/// Messages larger than this are written in [`STREAM_CHUNK`]s instead of as one DATA block:
+/// the block is a dot-stuffed copy of the message, and lettre's `command` copies its text once
+/// more, so a 7 MB message took 21 MB while it was handed over.
+pub(crate) const STREAM_OVER: usize = 256 * 1024;
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// The message in chunks for lettre's `message_iter`, which dot-stuffs each (its codec keeps
+/// its place across chunks) and then writes `CRLF . CRLF`. A final CRLF of the message is left
+/// to that terminator, so the relay reads the message exactly as [`data_block`] sends it.
+fn stream_chunks(raw: &[u8]) -> std::slice::Chunks<'_, u8> {
+    raw.strip_suffix(b"\r\n")
+        .unwrap_or(raw)
+        .chunks(STREAM_CHUNK)
 }
 
 fn offers_pipelining(ehlo: &Response) -> bool {

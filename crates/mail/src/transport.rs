@@ -149,6 +149,21 @@ impl Transport {
         Ok(format!("{reply} (via {})", self.label()))
     }
 
+    /// [`Self::send`] taking the bytes over, so the outbox keeps them without a copy (the
+    /// delivery worker has no use for them afterwards).
+    pub async fn send_owned(
+        &self,
+        key: &str,
+        envelope: &Envelope,
+        raw: Vec<u8>,
+    ) -> Result<String, TransportError> {
+        let reply = match self {
+            Transport::Outbox(o) => o.send_owned(key, raw).await?,
+            Transport::Smtp(s) => s.send(envelope, &raw).await?,
+        };
+        Ok(format!("{reply} (via {})", self.label()))
+    }
+
     /// Which transport, for message histories: `the local outbox` or the relay's
     /// `scheme://host:port` (no user name, no password, no directory).
     pub fn label(&self) -> String {

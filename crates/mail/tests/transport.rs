@@ -96,6 +96,43 @@ async fn smtp_accepts_signed_bytes_unchanged() {
     sink.stop().await;
 }
 
+/// A message over the streaming threshold goes in chunks; whatever a chunk's edge cuts (CR|LF,
+/// CRLF|dot, the dot of a dot line), the relay reads exactly the bytes handed over. Its body is
+/// lines that are a single dot, so with three header lengths every edge falls at each place.
+#[tokio::test]
+async fn a_large_message_is_streamed_and_arrives_byte_for_byte() {
+    let sink = SmtpSink::start().await.unwrap();
+    let transport = smtp(&sink.url(), 2);
+    let mut sent = Vec::new();
+    for shift in 0..3 {
+        let mut raw = format!(
+            "From: a@example.com\r\nTo: b@example.org\r\nSubject: big{}\r\n\r\n",
+            "x".repeat(shift)
+        )
+        .into_bytes();
+        raw.extend_from_slice(&b".\r\n".repeat(200_000));
+        raw.extend_from_slice(b"..end\r\n");
+        if shift == 2 {
+            // No final CRLF: the relay reads it with one, as for a small message.
+            raw.truncate(raw.len() - 2);
+        }
+        let reply = transport
+            .send_owned("k", &envelope(shift), raw.clone())
+            .await
+            .unwrap();
+        assert!(reply.starts_with("250"), "{reply}");
+        sent.push(raw);
+    }
+    let got = sink.wait_for(3, Duration::from_secs(10)).await;
+    for (got, mut raw) in got.iter().zip(sent) {
+        if !raw.ends_with(b"\r\n") {
+            raw.extend_from_slice(b"\r\n");
+        }
+        assert!(got.data == raw, "{} bytes changed in transit", raw.len());
+    }
+    sink.stop().await;
+}
+
 #[tokio::test]
 async fn smtp_451_is_transient_with_reply_then_succeeds() {
     let sink = SmtpSink::start().await.unwrap();

@@ -1,6 +1,7 @@
 //! What the delivery worker reads for a claimed batch of send jobs: each message with what
 //! decorating it needs (the project's tracking mode and language, the contact's `locale`), in
-//! one query per claim instead of two reads per message.
+//! one query per claim instead of two reads per message. Attachments' bytes are not part of it
+//! (see [`Store::messages_for_delivery`]).
 
 use std::collections::HashMap;
 
@@ -38,8 +39,10 @@ struct Row {
 }
 
 impl Store {
-    /// The messages of `ids` (missing ones are absent from the map), with their attachments'
-    /// bytes and delivery context.
+    /// The messages of `ids` (missing ones are absent from the map), with their delivery
+    /// context. Not their attachments' bytes (`Message::blobs` stays empty): delivery reads
+    /// those with [`Store::message_blobs`] once the message's turn in the node's memory
+    /// budget has come, not for every job claimed ahead.
     pub async fn messages_for_delivery(
         &self,
         ids: &[Uuid],
@@ -74,16 +77,7 @@ impl Store {
         });
         let mut out = HashMap::with_capacity(rows.len());
         for row in rows {
-            let mut message = row.message;
-            if message.body_purged_at.is_none()
-                && message
-                    .attachments
-                    .0
-                    .as_array()
-                    .is_some_and(|a| !a.is_empty())
-            {
-                message.blobs = self.message_blobs(message.id).await?;
-            }
+            let message = row.message;
             let context = match (row.ctx_tracking, row.ctx_language) {
                 (Some(tracking), Some(language)) => Some(DeliveryContext {
                     // A value the API never writes: no tracking rather than a failed delivery.

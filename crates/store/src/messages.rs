@@ -83,8 +83,8 @@ pub struct Message {
     pub simulated: bool,
     /// The relay's own id from its 250 reply (what Amazon SES notifications name).
     pub relay_message_id: Option<String>,
-    /// The attachments' bytes, in order: filled by [`Store::message`] (what delivery reads),
-    /// empty elsewhere.
+    /// The attachments' bytes, in order: filled by [`Store::message`], empty elsewhere
+    /// (delivery reads them with [`Store::message_blobs`] when it composes).
     #[sqlx(skip)]
     pub blobs: Vec<crate::blobs::Blob>,
 }
@@ -313,7 +313,7 @@ macro_rules! bind_args {
 }
 
 impl Store {
-    /// A message with its attachments' bytes (what delivery reads).
+    /// A message with its attachments' bytes.
     pub async fn message(&self, id: Uuid) -> StoreResult<Option<Message>> {
         let q = format!("SELECT {ALL} FROM messages WHERE id = $1");
         let found: Option<Message> =

@@ -1,9 +1,11 @@
 //! Transactional sending: merging a request with its template (`merge`), accepting
 //! (`accept`), composing (`compose`, with tracking and the unsubscribe footer from `decorate`), delivering (`worker`, reading each claimed batch at once in `prefetch`, with the node's lease heartbeat in
-//! `leases` and the group-commit recorder in `record`) and reading back what was sent (`raw`).
+//! `leases`, its memory budget in `budget` and the group-commit recorder in `record`) and
+//! reading back what was sent (`raw`).
 
 pub mod accept;
 pub mod batch;
+pub mod budget;
 pub mod compose;
 pub mod decorate;
 mod leases;

@@ -21,6 +21,10 @@
 //!   messages never reach the transport ([`super::simulate`]). A job claimed again past
 //!   `send_max_attempts` (its workers kept dying or losing the lease) ends FAILED with the
 //!   reason and stays as a dead letter.
+//! - Deliveries in flight share the node's memory budget ([`super::budget`]): a message's
+//!   attachments are read, and it is composed, only once its estimated size is reserved, and
+//!   the reservation lasts until the transport is done with it. Jobs claimed ahead hold their
+//!   message rows only, never attachments' bytes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +32,7 @@ use std::time::Duration;
 use herald_core::time::Millis;
 use herald_mail::transport::{Envelope, Transport, TransportError};
 use herald_store::StoreResult;
+use herald_store::blobs::Blob;
 use herald_store::delivery::{DeliveryContext, DeliveryRead};
 use herald_store::jobs::{self, Job};
 use herald_store::messages::{self, Message, MessageStatus};
@@ -37,6 +42,7 @@ use tokio::task::JoinSet;
 use herald_core::feedback::{FeedbackKind, relay_message_id};
 
 use super::accept::SEND_JOB;
+use super::budget::{DeliveryCost, SendBudget};
 use super::compose::compose;
 use super::decorate::decorate;
 use super::leases::{Leases, run_heartbeat};
@@ -51,6 +57,7 @@ const CLAIM_BATCH: usize = 64;
 pub async fn run_sender(engine: Engine, shutdown: watch::Receiver<bool>) {
     let concurrency = engine.settings.send_concurrency;
     let permits = Arc::new(Semaphore::new(concurrency));
+    let budget = SendBudget::new(engine.settings.send_memory_budget);
     let leases = Arc::new(Leases::default());
     let (stop_heartbeat, heartbeat_stop) = watch::channel(false);
     let heartbeat = tokio::spawn(run_heartbeat(
@@ -93,6 +100,7 @@ pub async fn run_sender(engine: Engine, shutdown: watch::Receiver<bool>) {
         let worker = Worker {
             engine: engine.clone(),
             leases: leases.clone(),
+            budget: budget.clone(),
             done: done_tx.clone(),
         };
         tasks.spawn(async move {
@@ -209,6 +217,7 @@ enum JobEnd {
 struct Worker {
     engine: Engine,
     leases: Arc<Leases>,
+    budget: SendBudget,
     done: mpsc::Sender<SentDone>,
 }
 
@@ -291,13 +300,24 @@ impl Worker {
             return Ok(false);
         }
         let signer = signer.unwrap_or_else(|| Err("no DKIM signer was looked up".to_owned()));
-        let raw = match build_signed(engine, &msg, context, signer).await {
+        // The message's share of the node's delivery memory, from before its attachments are
+        // read until the transport is done with it.
+        let Some(mut reservation) = self.budget.reserve(DeliveryCost::of(&msg)).await else {
+            return Ok(false);
+        };
+        let blobs = if msg.body_purged_at.is_none() && has_attachments(&msg) {
+            engine.store.message_blobs(msg.id).await?
+        } else {
+            Vec::new()
+        };
+        let raw = match build_signed(engine, &msg, context, blobs, signer).await {
             Ok(raw) => raw,
             Err(reason) => {
                 self.finish_failed(job, &msg, &reason, JobEnd::Ack).await?;
                 return Ok(false);
             }
         };
+        reservation.composed();
         if !self.still_holds(job) {
             tracing::warn!(job = %job.id, message = %msg.id, "lease lost before the handoff; not sending");
             return Ok(false);
@@ -306,7 +326,8 @@ impl Worker {
             mail_from: msg.from_email.clone(),
             rcpt_to: vec![msg.to_email.clone()],
         };
-        let result = engine.transport.send(&key, &envelope, &raw).await;
+        let result = engine.transport.send_owned(&key, &envelope, raw).await;
+        drop(reservation);
         crate::metrics::relay_reply(&result);
         match result {
             Ok(reply) => {
@@ -495,10 +516,15 @@ fn backoff(base: Duration, attempt: i32) -> Duration {
     capped.mul_f64(jitter)
 }
 
+fn has_attachments(msg: &Message) -> bool {
+    msg.attachments.0.as_array().is_some_and(|a| !a.is_empty())
+}
+
 async fn build_signed(
     engine: &Engine,
     msg: &Message,
     context: Option<DeliveryContext>,
+    blobs: Vec<Blob>,
     signer: SignerLookup,
 ) -> Result<Vec<u8>, String> {
     let signer = signer?;
@@ -507,7 +533,7 @@ async fn build_signed(
     let links = engine.links.clone();
     crate::cpu_pool::run(move || {
         let body = decorate(&msg, &links, context.as_ref());
-        compose(&msg, body, signer.as_ref(), now).map_err(|e| e.0)
+        compose(&msg, body, blobs, signer.as_ref(), now).map_err(|e| e.0)
     })
     .await
     .unwrap_or_else(|| Err("composing the message failed (it panicked)".to_owned()))

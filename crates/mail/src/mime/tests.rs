@@ -635,3 +635,47 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn attachments_are_encoded_as_lettre_encodes_them_into_one_buffer() {
+    // Every length around the line and group edges, and an empty one.
+    for len in [0usize, 1, 2, 3, 56, 57, 58, 113, 114, 115, 171, 1000, 4096] {
+        let content: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+        let mut ours = Vec::new();
+        push_base64_lines(&mut ours, &content);
+        let lettre =
+            Body::new_with_encoding(content.clone(), ContentTransferEncoding::Base64).unwrap();
+        assert_eq!(ours, lettre.as_ref(), "{len} bytes");
+        assert_eq!(ours.len(), base64_lines_len(len), "{len} bytes");
+    }
+    // Two attachments (the same bytes twice, one inline) around text that looks like base64.
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    let mut m = base();
+    m.html = "<p>QUJD QUJD</p><img src=\"cid:x\">".into();
+    m.attachments = vec![
+        Attachment {
+            filename: "a.bin".into(),
+            content_type: "application/octet-stream".into(),
+            content: big.clone(),
+            content_id: None,
+        },
+        Attachment {
+            filename: "b.bin".into(),
+            content_type: "application/octet-stream".into(),
+            content: big.clone(),
+            content_id: Some("x".into()),
+        },
+    ];
+    let raw = build(&m).unwrap();
+    check_wire_format(&raw);
+    assert!(
+        raw.capacity() >= raw.len() + HEADER_ROOM,
+        "room for the signature"
+    );
+    let p = MessageParser::default().parse(&raw).unwrap();
+    assert_eq!(p.attachment_count(), 2);
+    for a in p.attachments() {
+        assert_eq!(a.contents(), big.as_slice());
+    }
+    assert_eq!(p.body_html(0).unwrap(), m.html.as_str());
+}
