@@ -716,11 +716,15 @@ mod tests {
             database_url: "postgres://herald:hunter2@db/herald".into(),
             smtp_url: Some("smtp://u:p%40ss@relay:587".into()),
             secret: Some("x".repeat(40)),
+            retired_secrets: vec!["y".repeat(40)],
             ..Config::default()
         };
         let t = c.redacted_toml();
         assert!(
-            !t.contains("hunter2") && !t.contains("p%40ss") && !t.contains(&"x".repeat(40)),
+            !t.contains("hunter2")
+                && !t.contains("p%40ss")
+                && !t.contains(&"x".repeat(40))
+                && !t.contains(&"y".repeat(40)),
             "{t}"
         );
         assert!(t.contains("postgres://herald:***@db/herald"));
