@@ -110,7 +110,7 @@ pub struct Config {
     /// Key of the generic signed feedback format of `POST /webhooks/notifications`
     /// (`Herald-Signature`); unset refuses that format.
     pub feedback_secret: Option<String>,
-    /// Amazon SNS topic ARNs whose notifications are accepted (empty: any topic); in the
+    /// Amazon SNS topic ARNs whose notifications are accepted (empty: SNS refused); in the
     /// environment a comma-separated list.
     #[serde(deserialize_with = "list_or_commas")]
     pub sns_topic_arns: Vec<String>,
