@@ -45,7 +45,7 @@ pub struct EngineSettings {
     pub clock: SharedClock,
     /// Key of the generic signed feedback format (`Herald-Signature`); `None` refuses it (401).
     pub feedback_secret: Option<String>,
-    /// SNS topics whose notifications are accepted (empty: any topic).
+    /// SNS topics whose notifications are accepted (empty: SNS is refused).
     pub sns_topic_arns: Vec<String>,
     /// TEST ONLY: a PEM certificate file the SNS verifier trusts when it is fetched from a
     /// loopback `http://127.0.0.1:<port>/` URL, so tests can sign SNS messages without AWS.

@@ -113,7 +113,7 @@ pub struct Config {
     /// Key of the generic signed feedback format of `POST /webhooks/notifications`
     /// (`Herald-Signature`); unset refuses that format.
     pub feedback_secret: Option<String>,
-    /// Amazon SNS topic ARNs whose notifications are accepted (empty: any topic); in the
+    /// Amazon SNS topic ARNs whose notifications are accepted (empty: SNS refused); in the
     /// environment a comma-separated list.
     #[serde(deserialize_with = "list_or_commas")]
     pub sns_topic_arns: Vec<String>,
@@ -739,11 +739,15 @@ mod tests {
             database_url: "postgres://herald:hunter2@db/herald".into(),
             smtp_url: Some("smtp://u:p%40ss@relay:587".into()),
             secret: Some("x".repeat(40)),
+            retired_secrets: vec!["y".repeat(40)],
             ..Config::default()
         };
         let t = c.redacted_toml();
         assert!(
-            !t.contains("hunter2") && !t.contains("p%40ss") && !t.contains(&"x".repeat(40)),
+            !t.contains("hunter2")
+                && !t.contains("p%40ss")
+                && !t.contains(&"x".repeat(40))
+                && !t.contains(&"y".repeat(40)),
             "{t}"
         );
         assert!(t.contains("postgres://herald:***@db/herald"));
