@@ -1,7 +1,7 @@
 //! HMAC-SHA256: the one implementation every MAC Herald computes goes through (aws-lc-rs, the
 //! crypto library already used for DKIM, sealing and TLS): link tokens, the timestamped
-//! signatures of the generic feedback format, Stripe and workflow WEBHOOK calls, and each
-//! project's webhook secret.
+//! signatures of the generic feedback format, Stripe and workflow WEBHOOK calls, each
+//! project's webhook secret, and the OAuth state.
 //!
 //! Invariants: keys never show in `Debug`; tags are compared in constant time
 //! ([`equal`]), never with `==`.

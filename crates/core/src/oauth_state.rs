@@ -13,10 +13,10 @@
 //!   state made for another browser (login CSRF: an attacker's own code sent to a victim) is
 //!   refused.
 
-use aws_lc_rs::{constant_time, hmac};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use crate::mac::{MacKey, equal};
 use crate::secret::DerivedKey;
 use crate::time::Millis;
 
@@ -37,18 +37,18 @@ pub enum StateError {
 }
 
 /// Signs and checks states.
-pub struct StateKey(hmac::Key);
+pub struct StateKey(MacKey);
 
 impl StateKey {
     pub fn new(key: &DerivedKey) -> Self {
-        StateKey(hmac::Key::new(hmac::HMAC_SHA256, &key.0))
+        StateKey(MacKey::new(&key.0))
     }
 
     /// A state for `provider` bound to `nonce` (hex, from the cookie), issued at `now`.
     pub fn issue(&self, provider: &str, nonce: &str, now: Millis) -> String {
         let payload = format!("{provider}.{nonce}.{}", now + LIFETIME_MS);
-        let tag = hmac::sign(&self.0, payload.as_bytes());
-        format!("{payload}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
+        let tag = self.0.sign(&[payload.as_bytes()]);
+        format!("{payload}.{}", URL_SAFE_NO_PAD.encode(tag))
     }
 
     /// Checks `state` for `provider` against the browser's cookie `nonce` at `now`.
@@ -63,9 +63,9 @@ impl StateKey {
         let tag = URL_SAFE_NO_PAD
             .decode(tag)
             .map_err(|_| StateError::Invalid)?;
-        let expected = hmac::sign(&self.0, payload.as_bytes());
-        constant_time::verify_slices_are_equal(expected.as_ref(), &tag)
-            .map_err(|_| StateError::Invalid)?;
+        if !equal(&self.0.sign(&[payload.as_bytes()]), &tag) {
+            return Err(StateError::Invalid);
+        }
         let mut parts = payload.split('.');
         let (Some(p), Some(nonce), Some(expires), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -79,10 +79,8 @@ impl StateKey {
         if now >= expires {
             return Err(StateError::Expired);
         }
-        let same_browser = cookie_nonce.is_some_and(|c| {
-            !c.is_empty()
-                && constant_time::verify_slices_are_equal(c.as_bytes(), nonce.as_bytes()).is_ok()
-        });
+        let same_browser =
+            cookie_nonce.is_some_and(|c| !c.is_empty() && equal(c.as_bytes(), nonce.as_bytes()));
         if !same_browser {
             return Err(StateError::OtherBrowser);
         }

@@ -52,10 +52,7 @@ static POOL: LazyLock<CpuPool> = LazyLock::new(|| {
             .name(format!("herald-cpu-{i}"))
             .spawn(move || {
                 for task in tasks {
-                    let started = Instant::now();
                     task();
-                    let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                    BUSY_NANOS.fetch_add(nanos, Ordering::Relaxed);
                 }
             });
         match spawned {
@@ -72,7 +69,11 @@ static POOL: LazyLock<CpuPool> = LazyLock::new(|| {
 pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     let (tx, rx) = oneshot::channel();
     let task: Task = Box::new(move || {
+        let started = Instant::now();
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        // Counted before the result is sent, so a caller that has the result sees the time.
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        BUSY_NANOS.fetch_add(nanos, Ordering::Relaxed);
         if let Ok(out) = out {
             let _ = tx.send(out);
         }
