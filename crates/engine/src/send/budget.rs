@@ -240,37 +240,10 @@ mod tests {
     }
 
     fn message(html: &str, attachments: serde_json::Value) -> Message {
-        use herald_core::kinds::TemplateType;
-        use herald_store::messages::MessageStatus;
-        use sqlx::types::Json;
-        Message {
-            id: herald_core::ids::new_id(),
-            project_id: herald_core::ids::new_id(),
-            contact_id: None,
-            template_id: None,
-            campaign_id: None,
-            source: "transactional".into(),
-            template_type: TemplateType::Transactional,
-            status: MessageStatus::Pending,
-            from_email: "a@acme.example".into(),
-            from_name: None,
-            reply_to: None,
-            to_email: "b@example.org".into(),
-            to_name: None,
-            subject: "S".into(),
-            html: html.into(),
-            headers: Json(serde_json::json!({})),
-            attachments: Json(attachments),
-            message_id_header: "x@acme.example".into(),
-            attempts: 0,
-            last_error: None,
-            sent_at: None,
-            created_at: 0,
-            updated_at: 0,
-            body_purged_at: None,
-            simulated: false,
-            relay_message_id: None,
-            blobs: Vec::new(),
-        }
+        crate::send::test_message::message(
+            herald_core::kinds::TemplateType::Transactional,
+            html,
+            attachments,
+        )
     }
 }

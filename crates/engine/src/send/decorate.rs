@@ -100,45 +100,14 @@ fn text_footer(s: &Strings, url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use herald_core::ids::new_id;
     use herald_core::kinds::{TemplateType, TrackingMode};
     use herald_core::link_token::LinkToken;
-    use herald_store::messages::MessageStatus;
     use serde_json::json;
-    use sqlx::types::Json;
 
     use super::*;
 
     fn message(kind: TemplateType, html: &str) -> Message {
-        Message {
-            id: new_id(),
-            project_id: new_id(),
-            contact_id: Some(new_id()),
-            template_id: None,
-            campaign_id: None,
-            source: "transactional".into(),
-            template_type: kind,
-            status: MessageStatus::Pending,
-            from_email: "a@acme.example".into(),
-            from_name: None,
-            reply_to: None,
-            to_email: "b@example.org".into(),
-            to_name: None,
-            subject: "S".into(),
-            html: html.into(),
-            headers: Json(json!({})),
-            attachments: Json(json!([])),
-            message_id_header: "x@acme.example".into(),
-            attempts: 0,
-            last_error: None,
-            sent_at: None,
-            created_at: 0,
-            updated_at: 0,
-            body_purged_at: None,
-            simulated: false,
-            relay_message_id: None,
-            blobs: Vec::new(),
-        }
+        crate::send::test_message::message(kind, html, json!([]))
     }
 
     fn ctx(tracking: TrackingMode, locale: Option<&str>) -> DeliveryContext {

@@ -14,6 +14,8 @@ mod prefetch;
 pub mod raw;
 mod record;
 mod simulate;
+#[cfg(test)]
+mod test_message;
 pub mod worker;
 
 pub use accept::{AcceptError, Accepted, AttachmentIn, Recipient, SendPlan};
