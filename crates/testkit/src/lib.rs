@@ -2,6 +2,7 @@
 //! server answering from zones the test writes. Nothing here is mocked at the API level.
 #![forbid(unsafe_code)]
 
+pub mod browser;
 pub mod dkim_check;
 pub mod dns_server;
 pub mod smtp_sink;

@@ -62,6 +62,30 @@ macro_rules! both_engines_with_python {
     )*};
 }
 
+/// [`both_engines!`] for tests that drive a real Chromium (cfg `herald_chromium` from
+/// build.rs: a Chromium on the PATH when the tests were built): without one they are skipped,
+/// except in CI where they run and fail. `scripts/test` installs Chromium when it can.
+#[macro_export]
+macro_rules! both_engines_with_browser {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            #[cfg_attr(not(any(herald_chromium, herald_ci)), ignore = "Chromium is not installed")]
+            async fn sqlite() {
+                super::$name($crate::helpers::Engine::Sqlite).await
+            }
+            #[tokio::test]
+            #[cfg_attr(
+                not(any(all(herald_pg_tests, herald_chromium), herald_ci)),
+                ignore = "needs HERALD_TEST_POSTGRES_URL and Chromium"
+            )]
+            async fn postgres() {
+                super::$name($crate::helpers::Engine::Postgres).await
+            }
+        }
+    )*};
+}
+
 pub fn postgres_url() -> Option<String> {
     std::env::var("HERALD_TEST_POSTGRES_URL")
         .ok()
