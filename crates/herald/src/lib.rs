@@ -11,6 +11,7 @@ pub mod edge_io;
 pub mod rotate;
 pub mod scheduling;
 pub mod server;
+pub mod single_node;
 
 pub use app::Application;
 pub use config::Config;

@@ -69,6 +69,8 @@ async fn run() -> anyhow::Result<()> {
         Command::Serve => {
             // Batch threads while the node delivers (scheduling.rs).
             herald::scheduling::Governor::start_if_enabled(&config);
+            // SQLite is one node: held until the process ends (single_node.rs).
+            let _single_node = herald::single_node::lock(&config)?;
             let app = Application::build(config).await?;
             app.run_until_stopped(shutdown_signal()).await?;
         }

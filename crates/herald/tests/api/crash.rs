@@ -36,6 +36,13 @@ pub fn spawn_worker_with(
     lease: Duration,
     extra: &[(&str, &str)],
 ) -> Child {
+    worker_command(config, lease, extra)
+        .spawn()
+        .expect("spawn herald")
+}
+
+/// The command [`spawn_worker_with`] runs (its stderr as `HERALD_TEST_NODE_STDERR` says).
+pub fn worker_command(config: &herald::Config, lease: Duration, extra: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
     cmd.arg("serve")
         .env("HERALD_LISTEN", "127.0.0.1:0")
@@ -68,7 +75,7 @@ pub fn spawn_worker_with(
     for (k, v) in extra {
         cmd.env(k, v);
     }
-    cmd.spawn().expect("spawn herald")
+    cmd
 }
 
 /// The nodes' log lines (warnings and errors) go nowhere, unless

@@ -57,6 +57,7 @@ mod retention;
 mod scheduling;
 mod secrets;
 mod segments;
+mod single_node;
 mod sending;
 mod templates;
 mod track;
