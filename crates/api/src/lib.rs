@@ -124,6 +124,22 @@ pub fn router(state: AppState) -> Router {
     .with_state(state)
 }
 
+/// A `worker` node's HTTP (`herald serve --role worker`): `/health` and `/metrics` only, so a
+/// load balancer can watch it; every other path is the 404 envelope.
+pub fn worker_router(state: AppState) -> Router {
+    let (health, _) = OpenApiRouter::<AppState>::new()
+        .merge(routes::health::router())
+        .split_for_parts();
+    health
+        .route("/metrics", get(metrics::scrape))
+        .fallback(envelope::not_found_fallback)
+        .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
+        .layer(CatchPanicLayer::custom(envelope::panic_response))
+        .layer(middleware::from_fn(metrics::track_requests))
+        .layer(middleware::from_fn(envelope::envelope))
+        .with_state(state)
+}
+
 #[cfg(test)]
 mod tests {
     use axum::body::{Body, to_bytes};

@@ -93,13 +93,19 @@ impl Application {
             Engine::with_retired_secrets(store.clone(), engine_settings, &secret, &retired)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
             .context("starting the password hashing threads and the OAuth HTTP client")?;
-        let router = herald_api::router(state);
+        // A worker node answers /health and /metrics only (config/role.rs).
+        let router = if config.role.serves_api() {
+            herald_api::router(state)
+        } else {
+            herald_api::worker_router(state)
+        };
         let listener = TcpListener::bind(&config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
         let port = listener.local_addr()?.port();
         tracing::info!(
-            "Herald listening on http://{} with {} database {}",
+            "Herald ({:?} node) listening on http://{} with {} database {}",
+            config.role,
             listener.local_addr()?,
             store.engine_name(),
             config.database_description()
@@ -109,7 +115,7 @@ impl Application {
             router,
             store,
             engine,
-            workers: config.workers,
+            workers: config.role.runs_workers(config.workers),
             port,
             limits: config.server_limits(),
         })

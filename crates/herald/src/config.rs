@@ -11,8 +11,11 @@ use figment::providers::{Format, Serialized, Toml};
 use herald_core::redact;
 use serde::{Deserialize, Serialize};
 
+pub use role::Role;
+
 mod env_overlay;
 mod oauth;
+mod role;
 
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -54,8 +57,11 @@ pub struct Config {
     /// Seconds a workflow WEBHOOK call may take.
     pub webhook_timeout_secs: f64,
     pub database_max_connections: u32,
-    /// Run the background workers (send queue, domain checks) in this process.
+    /// Run the background workers (send queue, domain checks) in this process. An `api` node
+    /// never does, a `worker` node always does ([`Config::apply_role`]).
     pub workers: bool,
+    /// `all`, `api` or `worker` (`herald serve --role`).
+    pub role: Role,
     /// The SPF mechanism sender domains must publish (default `a:<public host>`).
     pub spf_mechanism: String,
     /// Host receiving bounces; when set, domains also get an MX record for it.
@@ -235,6 +241,7 @@ impl Default for Config {
             webhook_timeout_secs: 10.0,
             database_max_connections: 16,
             workers: true,
+            role: Role::All,
             spf_mechanism: String::new(),
             return_path_host: None,
             dkim_selector_prefix: "herald".into(),
@@ -329,8 +336,15 @@ impl Config {
         Ok(config.resolved())
     }
 
+    /// Sets the node's role, and with it whether the workers run.
+    pub fn apply_role(&mut self, role: Role) {
+        self.role = role;
+        self.workers = role.runs_workers(self.workers);
+    }
+
     /// Fills the defaults that depend on other settings.
     pub fn resolved(mut self) -> Config {
+        self.apply_role(self.role);
         if self.database_url.is_empty() {
             self.database_url = format!("sqlite://{}", self.data_dir.join("herald.db").display());
         }

@@ -24,7 +24,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the HTTP API and the background workers.
-    Serve,
+    Serve {
+        /// `all` (default): every route and the background work; `api`: every route, no
+        /// background work; `worker`: the background work, and only /health and /metrics.
+        /// Overrides HERALD_ROLE.
+        #[arg(long, value_enum)]
+        role: Option<herald::config::Role>,
+    },
     /// Apply database migrations and exit.
     Migrate,
     /// Print the effective configuration (secrets redacted).
@@ -53,7 +59,10 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let config = Config::load(cli.config.as_deref())?;
+    let mut config = Config::load(cli.config.as_deref())?;
+    if let Command::Serve { role: Some(role) } = cli.command {
+        config.apply_role(role);
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     match config.log_format {
@@ -66,7 +75,7 @@ async fn run() -> anyhow::Result<()> {
         LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
     }
     match cli.command {
-        Command::Serve => {
+        Command::Serve { .. } => {
             // Batch threads while the node delivers (scheduling.rs).
             herald::scheduling::Governor::start_if_enabled(&config);
             // SQLite is one node: held until the process ends (single_node.rs).

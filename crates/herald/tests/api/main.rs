@@ -53,12 +53,13 @@ mod outbox;
 mod payments;
 mod plunk_node;
 mod retention;
+mod roles;
 #[cfg(target_os = "linux")]
 mod scheduling;
 mod secrets;
 mod segments;
-mod single_node;
 mod sending;
+mod single_node;
 mod templates;
 mod track;
 mod track_crash;

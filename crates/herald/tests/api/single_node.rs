@@ -47,7 +47,10 @@ async fn a_second_serve_on_one_sqlite_database_refuses_to_start(engine: Engine) 
         // The first holds the lock once its pid is in the file.
         let start = Instant::now();
         while std::fs::read_to_string(&lock).unwrap_or_default() != first.id().to_string() {
-            assert!(start.elapsed() < Duration::from_secs(30), "the first node never locked");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the first node never locked"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     } else {
@@ -61,13 +64,22 @@ async fn a_second_serve_on_one_sqlite_database_refuses_to_start(engine: Engine) 
             let err = stderr_of(second);
             assert!(err.contains("SQLite runs as one node"), "{err}");
             assert!(err.contains(&format!("process {}", first.id())), "{err}");
-            assert!(exited(&mut first, Duration::ZERO).is_none(), "the first still serves");
+            assert!(
+                exited(&mut first, Duration::ZERO).is_none(),
+                "the first still serves"
+            );
             // kill -9 frees the lock: a new node starts and keeps running.
             let first_id = first.id();
             kill(first);
             let mut third = spawn(&app.config);
-            assert!(exited(&mut third, Duration::from_secs(3)).is_none(), "the restart runs");
-            assert_ne!(std::fs::read_to_string(&lock).unwrap(), first_id.to_string());
+            assert!(
+                exited(&mut third, Duration::from_secs(3)).is_none(),
+                "the restart runs"
+            );
+            assert_ne!(
+                std::fs::read_to_string(&lock).unwrap(),
+                first_id.to_string()
+            );
             kill(third);
         }
         Engine::Postgres => {
