@@ -60,6 +60,7 @@ impl Application {
         config.stripe()?;
         let store = open_store(&config).await?;
         let secret = config.load_or_create_secret()?;
+        crate::node_secret::check(&store, &secret).await?;
         let settings = ApiSettings {
             disable_signups: config.disable_signups,
             rate_limit_per_minute: config.rate_limit_per_minute,

@@ -8,6 +8,7 @@ pub mod allocator;
 pub mod app;
 pub mod config;
 pub mod edge_io;
+pub mod node_secret;
 pub mod rotate;
 pub mod scheduling;
 pub mod server;

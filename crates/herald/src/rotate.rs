@@ -16,6 +16,8 @@
 //!   `data_dir/secret.retired` (mode 0600) after the keys are committed and before the new
 //!   secret replaces the old; with a configured secret the operator lists it in
 //!   `HERALD_RETIRED_SECRETS`.
+//! - The database's fingerprint of the nodes' shared secret (`crate::node_secret`) becomes the
+//!   new secret's once the keys are re-sealed: nodes then start with the new secret only.
 //! - Sessions are signed with a key derived from the secret and do not follow the ring:
 //!   everyone signs in again (a rotation is what an operator does after a suspected leak).
 
@@ -79,8 +81,18 @@ pub async fn rotate_secret(
     }
     let store = open_store(config).await?;
     let rotation = reseal_dkim_keys(&store, &old, new.as_bytes()).await;
+    // The nodes' shared secret is the new one from now on (node_secret.rs); a run interrupted
+    // before this line is finished by running it again.
+    let recorded = match &rotation {
+        Ok(_) => store
+            .set_node_secret_fingerprint(&crate::node_secret::fingerprint(new.as_bytes()))
+            .await
+            .context("recording the new secret's fingerprint"),
+        Err(_) => Ok(()),
+    };
     store.close().await;
     let rotation = rotation?;
+    recorded?;
     let retired = if in_data_dir {
         let path = config.retired_secrets_file();
         let old = String::from_utf8_lossy(&old).into_owned();

@@ -42,6 +42,7 @@ pub mod login_failures;
 pub mod members;
 pub mod messages;
 mod metrics;
+pub mod node_secret;
 pub mod oauth_identities;
 pub mod payments;
 pub mod project_reset;

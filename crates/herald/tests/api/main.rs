@@ -45,6 +45,7 @@ mod isolation;
 mod leases;
 mod memory;
 mod metrics;
+mod node_secret;
 mod nul_input;
 mod oauth;
 mod oauth_provider;
