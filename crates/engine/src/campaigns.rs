@@ -254,7 +254,7 @@ async fn fan_out(held: &Held<'_>) -> StoreResult<()> {
             Written::Recheck => continue,
             Written::Stop => return Ok(()),
         }
-        engine.wake.notify_one();
+        engine.send_queued();
         crate::metrics::campaign_page(len);
         if done {
             return Ok(());

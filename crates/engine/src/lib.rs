@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod campaigns;
+pub mod cluster_wake;
 pub mod contact_jobs;
 pub mod cpu_pool;
 pub mod domains;
@@ -52,6 +53,8 @@ pub struct EngineInner {
     pub wake: tokio::sync::Notify,
     /// Wakes the contact-job worker when an import or bulk job is queued on this node.
     pub contact_jobs_wake: tokio::sync::Notify,
+    /// Wake-ups for the other nodes (`cluster_wake`).
+    pub outgoing_wakes: cluster_wake::Outgoing,
     /// Where uploaded images are kept.
     pub uploads: std::sync::Arc<dyn uploads::ImageStorage>,
     /// Group-commits concurrent `/v1/send` and `/v1/track` requests.
@@ -116,6 +119,7 @@ impl Engine {
             throttle: throttle::Throttle::new(settings.send_rate_per_second),
             wake: tokio::sync::Notify::new(),
             contact_jobs_wake: tokio::sync::Notify::new(),
+            outgoing_wakes: Default::default(),
             uploads: std::sync::Arc::new(uploads::LocalImageStorage::new(
                 settings.uploads_dir.clone(),
             )),
@@ -155,6 +159,7 @@ impl Engine {
                 shutdown.clone(),
             ));
         }
+        set.spawn(cluster_wake::run_listener(self.clone(), shutdown.clone()));
         set.spawn(send::worker::run_sender(self.clone(), shutdown));
         set
     }

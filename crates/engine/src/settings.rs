@@ -39,6 +39,9 @@ pub struct EngineSettings {
     /// it every third of this while the job is held, so a dead node's work is taken over
     /// within this time.
     pub send_lease: Duration,
+    /// The longest an idle worker waits before looking for work again when no wake-up came
+    /// (`cluster_wake`): the fallback that bounds a lost notification's cost.
+    pub idle_poll: Duration,
     /// Days a message's body and attachments are kept (0 = forever).
     pub retention_days: u32,
     /// Where "now" comes from (the system clock; tests pass a test clock).
@@ -94,6 +97,7 @@ impl std::fmt::Debug for EngineSettings {
             .field("send_max_attempts", &self.send_max_attempts)
             .field("send_retry_base", &self.send_retry_base)
             .field("send_lease", &self.send_lease)
+            .field("idle_poll", &self.idle_poll)
             .field(
                 "feedback_secret",
                 &self.feedback_secret.as_ref().map(|_| "[redacted]"),
@@ -143,6 +147,7 @@ impl EngineSettings {
             send_max_attempts: 8,
             send_retry_base: Duration::from_secs(30),
             send_lease: Duration::from_secs(10),
+            idle_poll: Duration::from_secs(1),
             retention_days: 30,
             clock: herald_core::clock::system(),
             feedback_secret: None,

@@ -143,10 +143,15 @@ impl Application {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut workers = if self.workers {
             remove_stale_outbox_temps(&self.engine);
-            self.engine.spawn_workers(stop_rx)
+            self.engine.spawn_workers(stop_rx.clone())
         } else {
             tokio::task::JoinSet::new()
         };
+        // Every node that queues work wakes the others (PostgreSQL; engine/src/cluster_wake.rs).
+        workers.spawn(herald_engine::cluster_wake::run_notifier(
+            self.engine.clone(),
+            stop_rx,
+        ));
         crate::server::serve(self.listener, self.router, self.limits, async move {
             shutdown.await;
             let _ = stop_tx.send(true);

@@ -92,6 +92,9 @@ pub struct Config {
     /// Seconds a claimed send job is reserved for its worker (extended while sending); after
     /// a crash, unfinished sends are taken up again once it expires.
     pub send_lease_secs: f64,
+    /// Seconds an idle worker waits before looking for work again when no wake-up came (a
+    /// fallback: queued work wakes the workers at once, on PostgreSQL across nodes).
+    pub idle_poll_secs: f64,
     /// Seconds a client has to send a whole request head (request line and headers); also
     /// bounds the wait for the next request on a kept-alive connection.
     pub header_timeout_secs: f64,
@@ -255,6 +258,7 @@ impl Default for Config {
             send_max_attempts: 8,
             send_retry_base_secs: 30.0,
             send_lease_secs: 10.0,
+            idle_poll_secs: 1.0,
             header_timeout_secs: 30.0,
             body_timeout_secs: 30.0,
             idle_timeout_secs: 15.0,
@@ -452,6 +456,7 @@ impl Config {
             send_max_attempts: self.send_max_attempts.max(1),
             send_retry_base: secs(self.send_retry_base_secs),
             send_lease: secs(self.send_lease_secs.max(1.0)),
+            idle_poll: secs(self.idle_poll_secs.clamp(0.05, 300.0)),
             retention_days: self.retention_days,
             clock: herald_core::clock::system(),
             feedback_secret: self.feedback_secret.clone(),

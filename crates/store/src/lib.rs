@@ -57,6 +57,7 @@ pub mod templates;
 pub mod tracked;
 pub mod tracking;
 mod ttl_cache;
+pub mod wake;
 pub mod workflows;
 mod write_precedence;
 pub use write_precedence::UrgentWrite;

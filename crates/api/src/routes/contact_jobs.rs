@@ -100,7 +100,7 @@ async fn accept(
     )
     .await?;
     tx.commit().await?;
-    engine.contact_jobs_wake.notify_waiters();
+    engine.contact_jobs_queued();
     Ok((
         StatusCode::ACCEPTED,
         Json(JobAccepted {

@@ -15,8 +15,6 @@ pub mod bulk;
 pub mod import;
 mod import_rows;
 
-use std::time::Duration;
-
 use herald_core::contact_jobs::{IMPORT_KIND, JobState};
 use herald_core::ids::Uuid;
 use herald_store::jobs::{self, Job};
@@ -25,9 +23,6 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::Engine;
-
-/// How often an idle worker looks for new jobs (work queued on this node wakes it at once).
-const IDLE_POLL: Duration = Duration::from_millis(500);
 
 /// A job in hand: the queue job and its claim.
 pub(crate) struct Held {
@@ -95,7 +90,8 @@ pub async fn run_contact_jobs(
         }
         tokio::select! {
             _ = &mut notified => {}
-            _ = tokio::time::sleep(IDLE_POLL) => {}
+            // Work queued on any node wakes it at once (`cluster_wake`); this is the fallback.
+            _ = tokio::time::sleep(engine.settings.idle_poll) => {}
             _ = shutdown.changed() => {}
         }
     }

@@ -643,7 +643,7 @@ impl Engine {
     pub async fn accept_send(&self, plan: &SendPlan) -> Result<Vec<Accepted>, AcceptError> {
         let req = AcceptRequest::prepare(plan, &self.links).await?;
         let accepted = self.acceptor.submit(req).await?;
-        self.wake.notify_one();
+        self.send_queued();
         Ok(accepted)
     }
 
@@ -663,7 +663,7 @@ impl Engine {
         }
         let ready: Vec<&Work> = prepared.iter().filter_map(|p| p.as_ref().ok()).collect();
         let mut written = self.acceptor.write_now(&ready).await.into_iter();
-        self.wake.notify_one();
+        self.send_queued();
         prepared
             .into_iter()
             .map(|p| match p {

@@ -197,11 +197,16 @@ async fn run_claimer(
     }
 }
 
-/// Sleeps until the next job is due, but at most a second (other nodes may enqueue).
+/// Sleeps until the next job is due, but at most the idle poll (1 s by default): other nodes
+/// may enqueue, and their wake-up may be lost (`cluster_wake`).
 async fn idle_wait(engine: &Engine) -> Duration {
+    let most = engine.settings.idle_poll;
     match engine.store.next_job_due(SEND_JOB).await {
-        Ok(Some(due)) => Duration::from_millis((due - engine.now()).clamp(5, 1000) as u64),
-        _ => Duration::from_secs(1),
+        Ok(Some(due)) => {
+            let ms = (due - engine.now()).clamp(5, i64::MAX) as u64;
+            Duration::from_millis(ms).min(most)
+        }
+        _ => most,
     }
 }
 

@@ -184,7 +184,7 @@ impl Engine {
             return Ok(claimed.len());
         };
         if sent {
-            self.wake.notify_one();
+            self.send_queued();
         }
         if !calls.is_empty() {
             self.make_calls(calls).await?;
@@ -342,7 +342,7 @@ impl Engine {
         caches.flush(&mut tx, self.now()).await?;
         tx.commit().await?;
         if caches.sent {
-            self.wake.notify_one();
+            self.send_queued();
         }
         Ok(())
     }

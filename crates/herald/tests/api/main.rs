@@ -67,6 +67,7 @@ mod track_crash;
 mod tracking;
 mod uploads;
 mod verify;
+mod wakeups;
 mod workflow_crash;
 mod workflow_runs;
 mod workflow_webhook_body;
