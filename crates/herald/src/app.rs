@@ -19,6 +19,7 @@ pub struct Application {
     store: Store,
     engine: Engine,
     workers: bool,
+    shutdown_grace: std::time::Duration,
     port: u16,
     limits: crate::server::ServerLimits,
 }
@@ -117,6 +118,9 @@ impl Application {
             store,
             engine,
             workers: config.role.runs_workers(config.workers),
+            shutdown_grace: std::time::Duration::from_secs_f64(
+                config.shutdown_grace_secs.clamp(0.0, 3600.0),
+            ),
             port,
             limits: config.server_limits(),
         })
@@ -157,7 +161,20 @@ impl Application {
             let _ = stop_tx.send(true);
         })
         .await;
-        while workers.join_next().await.is_some() {}
+        // The workers finish what they hold or give it back (engine/src/send/worker.rs),
+        // within the grace period; past it, leases left behind run out on their own.
+        let drained = tokio::time::timeout(self.shutdown_grace, async {
+            while workers.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                grace_secs = self.shutdown_grace.as_secs_f64(),
+                "the workers did not stop within the grace period; stopping them"
+            );
+            workers.abort_all();
+            while workers.join_next().await.is_some() {}
+        }
         self.store.close().await;
         Ok(())
     }

@@ -95,6 +95,10 @@ pub struct Config {
     /// Seconds an idle worker waits before looking for work again when no wake-up came (a
     /// fallback: queued work wakes the workers at once, on PostgreSQL across nodes).
     pub idle_poll_secs: f64,
+    /// Seconds a stopping node (SIGTERM) gives its deliveries in hand to finish; claimed jobs
+    /// not started are given back at once. Past it the process ends and what was still in
+    /// flight is taken up by another node when its lease runs out.
+    pub shutdown_grace_secs: f64,
     /// Seconds a client has to send a whole request head (request line and headers); also
     /// bounds the wait for the next request on a kept-alive connection.
     pub header_timeout_secs: f64,
@@ -259,6 +263,7 @@ impl Default for Config {
             send_retry_base_secs: 30.0,
             send_lease_secs: 10.0,
             idle_poll_secs: 1.0,
+            shutdown_grace_secs: 20.0,
             header_timeout_secs: 30.0,
             body_timeout_secs: 30.0,
             idle_timeout_secs: 15.0,

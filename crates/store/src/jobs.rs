@@ -150,6 +150,26 @@ pub async fn postpone(
     Ok(n == 1)
 }
 
+impl Store {
+    /// Lets go of claimed jobs that were never started (a node shutting down): each waits
+    /// again, due at once and with its claim's attempt given back, so another node takes it
+    /// now instead of after its lease. A job whose lease was lost meanwhile is left alone.
+    pub async fn release_jobs(&self, held: &[(Uuid, Uuid)], now: Millis) -> StoreResult<usize> {
+        if held.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.begin().await?;
+        let mut released = 0;
+        for (id, token) in held {
+            if postpone(&mut tx, *id, *token, now, now).await? {
+                released += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(released)
+    }
+}
+
 /// Puts a job back to wait until `run_at` with a new payload and its attempts reset: the next
 /// stage of a long-lived job (a workflow execution after a DELAY). False when the lease was
 /// lost.

@@ -109,11 +109,14 @@ pub async fn run_sender(engine: Engine, shutdown: watch::Receiver<bool>) {
         });
     }
     let _ = claimer.await;
-    // Jobs claimed ahead and not started are let go: their leases run out and they are
-    // claimed again (no handoff was made for them).
+    // Jobs claimed ahead and not started are let go, in the database too, so another node
+    // takes them at once rather than after their lease (no handoff was made for them).
+    let mut unstarted = Vec::new();
     while let Ok(claimed) = ready.try_recv() {
         leases.release(claimed.job.id);
+        unstarted.push((claimed.job.id, claimed.job.lease_token));
     }
+    release_unstarted(&engine, &unstarted).await;
     // Let sends in hand finish (they are bounded by the transport's timeouts), then record
     // them; the heartbeat keeps their leases until the recorder is done.
     while tasks.join_next().await.is_some() {}
@@ -519,6 +522,22 @@ fn backoff(base: Duration, attempt: i32) -> Duration {
     let capped = exp.min(Duration::from_secs(3600));
     let jitter = 0.8 + rand::random::<f64>() * 0.4;
     capped.mul_f64(jitter)
+}
+
+/// Gives the jobs back and wakes the other nodes for them; on failure their leases run out.
+async fn release_unstarted(engine: &Engine, held: &[(uuid::Uuid, uuid::Uuid)]) {
+    if held.is_empty() {
+        return;
+    }
+    match engine.store.release_jobs(held, engine.now()).await {
+        Ok(n) => {
+            tracing::info!(released = n, "shutting down: claimed send jobs given back");
+            if let Err(e) = engine.store.notify_wake(crate::cluster_wake::SEND).await {
+                tracing::warn!(error = %e, "waking the other nodes failed");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "giving back claimed send jobs failed"),
+    }
 }
 
 fn has_attachments(msg: &Message) -> bool {

@@ -37,6 +37,7 @@ mod feedback;
 mod feedback_sns;
 mod fields;
 mod filters;
+mod handover;
 mod header_rules;
 mod imports;
 mod imports_crash;
