@@ -3,6 +3,9 @@
 
 use crate::reply::Reply;
 
+/// ESMTP parameters of MAIL or RCPT (`SIZE=100`, `SMTPUTF8`), keys upper-cased.
+pub type Params = Vec<(String, Option<String>)>;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Ehlo(String),
@@ -10,11 +13,11 @@ pub enum Command {
     /// `MAIL FROM:<path> params`: the path without its angle brackets (empty for `<>`).
     Mail {
         path: String,
-        params: Vec<(String, Option<String>)>,
+        params: Params,
     },
     Rcpt {
         path: String,
-        params: Vec<(String, Option<String>)>,
+        params: Params,
     },
     Data,
     Rset,
@@ -93,10 +96,7 @@ pub fn parse(line: &str) -> Result<Command, Reply> {
 }
 
 /// `FROM:<path> K=V K` (a space after the colon is tolerated, as many clients send one).
-fn path_and_params(
-    rest: &str,
-    keyword: &str,
-) -> Result<(String, Vec<(String, Option<String>)>), Reply> {
+fn path_and_params(rest: &str, keyword: &str) -> Result<(String, Params), Reply> {
     let bad = || Reply::syntax(&format!("Syntax: {keyword}<address> [parameters]"));
     if rest.len() < keyword.len() || !rest[..keyword.len()].eq_ignore_ascii_case(keyword) {
         return Err(bad());
