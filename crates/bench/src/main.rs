@@ -17,6 +17,9 @@
 //! connections, `--seconds` each, default 10) side by side with the perf baseline's `/sqlite`:
 //! workers off, then with the workers delivering to the local outbox at the same time.
 //!
+//! `smtp` measures SMTP submission (`count` messages over `concurrency` sessions) against
+//! `POST /v1/send` on the same server, acceptance alone (`smtp.rs`).
+//!
 //! `track` measures `POST /v1/track` with a new contact every request (public key,
 //! `concurrency` in flight): accepted/s and the clients' p50/p99 latency.
 //!
@@ -51,13 +54,14 @@ mod segments;
 mod send;
 mod server;
 mod signing;
+mod smtp;
 mod track;
 mod workflows;
 mod wrk;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp [--count N] [--concurrency N] [--fields N] \
      [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://... [--postgres-only]]";
 
 #[derive(Debug)]
@@ -86,14 +90,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
     let bench = match args.next().as_deref() {
         Some(
             b @ ("contacts" | "send" | "memory" | "track" | "segments" | "campaign" | "import"
-            | "analytics" | "workflows"),
+            | "analytics" | "workflows" | "smtp"),
         ) => b.to_owned(),
         None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
     };
     let mut opts = Options {
         count: match bench.as_str() {
-            "send" | "track" => 20_000,
+            "send" | "track" | "smtp" => 20_000,
             "memory" => 2_000,
             "segments" | "campaign" => 1_000_000,
             "workflows" => 100_000,
@@ -230,6 +234,14 @@ async fn run() -> anyhow::Result<()> {
                 send_concurrency: opts.send_concurrency,
                 smtp_connections: opts.smtp_connections,
                 postgres_only: opts.postgres_only,
+            })
+            .await
+        }
+        "smtp" => {
+            smtp::run(&smtp::SmtpOptions {
+                count: opts.count,
+                concurrency: opts.concurrency,
+                database_url: opts.database_url.clone(),
             })
             .await
         }

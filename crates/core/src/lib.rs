@@ -5,6 +5,7 @@
 pub mod account;
 pub mod account_i18n;
 pub mod analytics;
+pub mod api_keys;
 pub mod billing;
 pub mod campaign;
 pub mod clock;

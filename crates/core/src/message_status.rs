@@ -3,7 +3,8 @@
 //! Invariant (DECISIONS.md "Messages"): a status only moves forward. The engagement statuses
 //! follow the order PENDING → SENDING → SENT → DELIVERED → OPENED → CLICKED → BOUNCED →
 //! COMPLAINED, skipping steps allowed; FAILED and SUPPRESSED are reached only before the
-//! message went out (from PENDING or SENDING) and are terminal. SENDING may be "moved to"
+//! message went out (from PENDING or SENDING) and are terminal. RECEIVED (inbound mail) is
+//! where an inbound message starts and stays. SENDING may be "moved to"
 //! again (a retry records another attempt). The store enforces this rule in its SQL with
 //! [`MessageStatus::allowed_before`], so no caller can move a message backwards.
 
@@ -25,14 +26,17 @@ pub enum MessageStatus {
     Complained,
     Failed,
     Suppressed,
+    /// An inbound message (received by the MX listener): it never moves.
+    Received,
 }
 
 use MessageStatus::*;
 
 impl MessageStatus {
     /// Every status, in the order of DECISIONS.md.
-    pub const ALL: [MessageStatus; 10] = [
-        Pending, Sending, Sent, Delivered, Opened, Clicked, Bounced, Complained, Failed, Suppressed,
+    pub const ALL: [MessageStatus; 11] = [
+        Pending, Sending, Sent, Delivered, Opened, Clicked, Bounced, Complained, Failed,
+        Suppressed, Received,
     ];
 
     /// The name used in the API and stored in the database.
@@ -48,6 +52,7 @@ impl MessageStatus {
             Complained => "COMPLAINED",
             Failed => "FAILED",
             Suppressed => "SUPPRESSED",
+            Received => "RECEIVED",
         }
     }
 
@@ -83,7 +88,7 @@ impl MessageStatus {
             Clicked => Some(5),
             Bounced => Some(6),
             Complained => Some(7),
-            Failed | Suppressed => None,
+            Failed | Suppressed | Received => None,
         }
     }
 
@@ -166,6 +171,7 @@ mod tests {
         assert!(!Clicked.can_move_to(Opened));
         assert!(!Delivered.can_move_to(Delivered));
         for to in MessageStatus::ALL {
+            assert!(!Received.can_move_to(to) && !to.can_move_to(Received));
             assert!(!Failed.can_move_to(to));
             assert!(!Suppressed.can_move_to(to));
             assert!(!to.can_move_to(Pending));

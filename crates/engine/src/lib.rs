@@ -11,6 +11,7 @@ pub mod contact_jobs;
 pub mod cpu_pool;
 pub mod domains;
 pub mod feedback;
+pub mod inbound;
 mod job_lease;
 pub mod links;
 pub mod list_pages;

@@ -22,6 +22,8 @@ pub struct Application {
     shutdown_grace: std::time::Duration,
     port: u16,
     limits: crate::server::ServerLimits,
+    /// The SMTP listeners (submission, inbound MX), bound when configured.
+    smtp: herald_smtp::SmtpServers,
 }
 
 /// Opens the configured database and applies its migrations.
@@ -112,7 +114,9 @@ impl Application {
             store.engine_name(),
             config.database_description()
         );
+        let smtp = herald_smtp::SmtpServers::bind(&config.smtp_settings(), &engine).await?;
         Ok(Application {
+            smtp,
             listener,
             router,
             store,
@@ -130,6 +134,21 @@ impl Application {
         self.port
     }
 
+    /// The SMTP submission listener's address (STARTTLS), when configured.
+    pub fn submission_addr(&self) -> Option<std::net::SocketAddr> {
+        self.smtp.submission_addr()
+    }
+
+    /// The inbound MX listener's address, when configured.
+    pub fn mx_addr(&self) -> Option<std::net::SocketAddr> {
+        self.smtp.mx_addr()
+    }
+
+    /// The implicit-TLS submission listener's address, when configured.
+    pub fn submission_tls_addr(&self) -> Option<std::net::SocketAddr> {
+        self.smtp.submission_tls_addr()
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -145,6 +164,7 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut smtp = self.smtp.spawn(stop_rx.clone());
         let mut workers = if self.workers {
             remove_stale_outbox_temps(&self.engine);
             self.engine.spawn_workers(stop_rx.clone())
@@ -175,6 +195,7 @@ impl Application {
             workers.abort_all();
             while workers.join_next().await.is_some() {}
         }
+        while smtp.join_next().await.is_some() {}
         self.store.close().await;
         Ok(())
     }

@@ -16,6 +16,7 @@ pub use role::Role;
 mod env_overlay;
 mod oauth;
 mod role;
+mod smtp;
 
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -179,6 +180,26 @@ pub struct Config {
     pub stripe_price_id: Option<String>,
     /// Base URL of Stripe's API.
     pub stripe_api_base: String,
+    /// SMTP submission listener with STARTTLS, e.g. `0.0.0.0:587` (unset: off; docs/smtp.md).
+    pub submission_listen: Option<String>,
+    /// SMTP submission listener with implicit TLS, e.g. `0.0.0.0:465` (needs the certificate).
+    pub submission_tls_listen: Option<String>,
+    /// PEM certificate chain and private key for STARTTLS and implicit TLS.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Largest message accepted by submission, in bytes.
+    pub submission_max_bytes: usize,
+    /// Inbound MX listener, e.g. `0.0.0.0:25` (unset: off): mail for verified domains.
+    pub mx_listen: Option<String>,
+    /// Largest inbound message, in bytes.
+    pub mx_max_bytes: usize,
+    /// SMTP: seconds a client may stay silent, and seconds a session may last.
+    pub smtp_server_idle_timeout_secs: f64,
+    pub smtp_server_session_timeout_secs: f64,
+    /// SMTP: open connections per listener.
+    pub smtp_server_max_connections: usize,
+    /// SMTP: the name in the greeting (default: the host of the public URL).
+    pub smtp_server_hostname: String,
 }
 
 /// How log lines are written.
@@ -302,6 +323,17 @@ impl Default for Config {
             stripe_webhook_secret: None,
             stripe_price_id: None,
             stripe_api_base: "https://api.stripe.com".into(),
+            submission_listen: None,
+            submission_tls_listen: None,
+            tls_cert: None,
+            tls_key: None,
+            submission_max_bytes: 10 * 1024 * 1024,
+            mx_listen: None,
+            mx_max_bytes: 25 * 1024 * 1024,
+            smtp_server_idle_timeout_secs: 300.0,
+            smtp_server_session_timeout_secs: 1800.0,
+            smtp_server_max_connections: 500,
+            smtp_server_hostname: String::new(),
         }
     }
 }

@@ -6,6 +6,7 @@
 pub mod dkim;
 pub mod dns;
 pub mod header_text;
+pub mod inbound;
 pub mod mime;
 pub mod outbox;
 pub mod seal;

@@ -1,9 +1,9 @@
 //! Project API keys: `pk_` / `sk_` + 48 lowercase hex characters. The secret key is stored only
 //! as its SHA-256 and shown once; `secretKeyPrefix` (10 characters) tells keys apart.
 
+pub use herald_core::api_keys::{hash_secret, looks_like_key};
 use herald_store::accounts::StoredKeys;
 use rand::RngCore;
-use sha2::{Digest, Sha256};
 
 pub struct NewKeys {
     pub public_key: String,
@@ -27,23 +27,10 @@ impl NewKeys {
     }
 }
 
-pub fn hash_secret(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
-}
-
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     rand::rng().fill_bytes(&mut buf);
     hex::encode(buf)
-}
-
-/// True for a string of the documented key shape with the given prefix.
-pub fn looks_like_key(token: &str, prefix: &str) -> bool {
-    token.len() == 51
-        && token.starts_with(prefix)
-        && token[3..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]

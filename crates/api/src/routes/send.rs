@@ -1,13 +1,13 @@
 //! `POST /v1/send`: validates the request (`send_parse`), merges it with its template (the
-//! engine's `merge_with_template`, the rule campaigns and workflows share), checks the sender
-//! domain, and hands a [`SendPlan`] to the engine, which answers once every message is
-//! durably queued.
+//! engine's `merge_with_template`, the rule campaigns and workflows share), and hands a
+//! [`SendPlan`] to the engine's `submit_send` (the sender-domain rule, then the acceptance,
+//! as SMTP submission uses them), which answers once every message is durably queued.
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use herald_core::time::iso;
-use herald_engine::send::{AcceptError, SendOverrides, SendPlan, merge_with_template};
+use herald_engine::send::{AcceptError, SendOverrides, SendPlan, SubmitError, merge_with_template};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -220,10 +220,6 @@ async fn send(
             ),
         ));
     }
-    state
-        .engine
-        .require_verified_sender(auth.id(), &merged.from)
-        .await?;
     let plan = SendPlan {
         project_id: auth.id(),
         recipients,
@@ -235,11 +231,11 @@ async fn send(
         idempotency_key,
         ignore_subscription: false,
     };
-    let accepted = state
-        .engine
-        .accept_send(&plan)
-        .await
-        .map_err(accept_error)?;
+    // The sender-domain rule and the acceptance, as SMTP submission applies them.
+    let accepted = state.engine.submit_send(&plan).await.map_err(|e| match e {
+        SubmitError::Sender(s) => ApiError::from(s),
+        SubmitError::Accept(a) => accept_error(a),
+    })?;
     let emails = accepted
         .into_iter()
         .map(|a| SentEmail {

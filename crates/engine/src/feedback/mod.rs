@@ -9,6 +9,7 @@
 //! - Unknown messages answer [`Outcome::UnknownMessage`] (404) and leave no receipt.
 
 pub mod apply;
+mod ses_inbound;
 pub mod sns;
 
 use herald_core::feedback::{FeedbackKind, verify_generic_signature};

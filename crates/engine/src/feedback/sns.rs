@@ -223,6 +223,9 @@ impl Engine {
         let Ok(ses) = serde_json::from_str::<Value>(&msg.message) else {
             return Ok(Outcome::Ignored);
         };
+        if ses["notificationType"] == "Received" {
+            return self.ses_received(&ses, &msg.message_id).await;
+        }
         let Some((kind, detail)) = ses_feedback(&ses) else {
             return Ok(Outcome::Ignored);
         };

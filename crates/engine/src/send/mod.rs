@@ -14,6 +14,7 @@ mod prefetch;
 pub mod raw;
 mod record;
 mod simulate;
+pub mod submit;
 #[cfg(test)]
 mod test_message;
 pub mod worker;
@@ -21,3 +22,4 @@ pub mod worker;
 pub use accept::{AcceptError, Accepted, AttachmentIn, Recipient, SendPlan};
 pub use merge::{Merged, Missing, SendOverrides, merge_with_template};
 pub use raw::RawError;
+pub use submit::SubmitError;

@@ -33,6 +33,7 @@ both_engines!(
     sns_unknown_message_is_404,
     sns_without_a_topic_list_is_refused_even_when_signed,
     sns_cheap_refusals_fetch_no_certificate,
+    sns_ses_receipt_records_inbound_mail_once,
 );
 
 const TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:ses-feedback";
@@ -656,4 +657,45 @@ async fn sns_cheap_refusals_fetch_no_certificate(engine: Engine) {
     // The same message, untouched, is accepted: the refusals were for what they changed.
     expect_json(post_sns(&w.app, "Notification", &good).await, 200).await;
     assert_eq!(email(&w, &ids[0]).await["status"], "BOUNCED");
+}
+
+/// SES receipt (`notificationType: "Received"`, the message in `content`): the inbound path
+/// of the MX listener (docs/smtp.md), SES's verdicts, and a replay records nothing.
+async fn sns_ses_receipt_records_inbound_mail_once(engine: Engine) {
+    let f = fixture().await;
+    let w = sns_world(engine, &f).await;
+    let raw = "From: Dana <dana@example.org>\r\nTo: support@acme-mail.com\r\nSubject: via SES\r\n\r\nHello from SES\r\n";
+    let ses = json!({"notificationType": "Received",
+        "content": base64::engine::general_purpose::STANDARD.encode(raw),
+        "receipt": {"recipients": ["support@acme-mail.com", "x@not-ours.example"],
+            "spfVerdict": {"status": "PASS"}, "dkimVerdict": {"status": "GRAY"},
+            "dmarcVerdict": {"status": "FAIL"}, "action": {"type": "SNS", "encoding": "BASE64"}},
+        "mail": {"source": "dana@example.org", "destination": ["support@acme-mail.com"]}});
+    let body = Sns::notification(&w.app, &f, 2, &ses).signed(&f.key);
+    for _ in 0..2 {
+        expect_json(post_sns(&w.app, "Notification", &body).await, 200).await;
+    }
+    let sk = &w.project.secret_key;
+    let feed = expect_json(w.app.get("/activity?type=email.received", sk).await, 200).await;
+    let entries = feed["data"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{feed}");
+    let data = &entries[0]["data"];
+    assert_eq!(data["subject"], "via SES");
+    assert_eq!(data["to"], json!(["support@acme-mail.com"]));
+    assert_eq!(
+        (&data["spf"], &data["dkim"], &data["dmarc"]),
+        (&json!("pass"), &json!("none"), &json!("fail"))
+    );
+    assert!(data["text"].as_str().unwrap().contains("Hello from SES"));
+    let m = expect_json(
+        w.app
+            .get(
+                &format!("/emails/{}", data["messageId"].as_str().unwrap()),
+                sk,
+            )
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(m["status"], "RECEIVED");
 }

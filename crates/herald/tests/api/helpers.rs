@@ -101,6 +101,10 @@ pub struct TestApp {
     pub clock: Arc<herald_core::clock::TestClock>,
     /// The server's engine (to run a purge or a batch directly).
     pub engine: herald_engine::Engine,
+    /// The SMTP submission listeners (STARTTLS, implicit TLS), when the config sets them.
+    pub submission: Option<std::net::SocketAddr>,
+    pub submission_tls: Option<std::net::SocketAddr>,
+    pub mx: Option<std::net::SocketAddr>,
     _dir: Arc<tempfile::TempDir>,
 }
 
@@ -152,6 +156,8 @@ impl Engine {
         let port = app.port();
         let store = app.store().clone();
         let engine_handle = app.engine().clone();
+        let (submission, submission_tls) = (app.submission_addr(), app.submission_tls_addr());
+        let mx = app.mx_addr();
         tokio::spawn(app.run_until_stopped(std::future::pending()));
         TestApp {
             base: format!("http://127.0.0.1:{port}"),
@@ -160,6 +166,9 @@ impl Engine {
             config,
             clock,
             engine: engine_handle,
+            submission,
+            submission_tls,
+            mx,
             _dir: Arc::new(dir),
         }
     }
