@@ -93,7 +93,7 @@ impl Application {
             Engine::with_retired_secrets(store.clone(), engine_settings, &secret, &retired)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
             .context("starting the password hashing threads and the OAuth HTTP client")?;
-        let router = herald_api::router(state);
+        let router = herald_api::router_with(state, herald_web::router());
         let listener = TcpListener::bind(&config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
