@@ -129,7 +129,13 @@ mod tests {
     #[test]
     fn next_stays_inside_the_dashboard() {
         assert_eq!(safe_next("/app/p/x/contacts"), Some("/app/p/x/contacts"));
-        for bad in ["https://evil.example/", "//evil.example", "/app\\..\\x", "", "/v1/send"] {
+        for bad in [
+            "https://evil.example/",
+            "//evil.example",
+            "/app\\..\\x",
+            "",
+            "/v1/send",
+        ] {
             assert_eq!(safe_next(bad), None, "{bad}");
         }
     }

@@ -156,7 +156,12 @@ async fn render(
         let trail = trail.join(",");
         format!(
             "{base}?{}",
-            query_string(&[filter[0], filter[1], ("cursor", c), ("back", trail.as_str())])
+            query_string(&[
+                filter[0],
+                filter[1],
+                ("cursor", c),
+                ("back", trail.as_str())
+            ])
         )
     });
     let previous = cursor.map(|_| {
@@ -167,7 +172,12 @@ async fn render(
         let prev = if prev == "first" { "" } else { prev };
         format!(
             "{base}?{}",
-            query_string(&[filter[0], filter[1], ("cursor", prev), ("back", rest.as_str())])
+            query_string(&[
+                filter[0],
+                filter[1],
+                ("cursor", prev),
+                ("back", rest.as_str())
+            ])
         )
     });
     let summary = if cursor.is_none() {
