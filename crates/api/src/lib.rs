@@ -88,6 +88,12 @@ fn public_links() -> Router<AppState> {
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// The whole application with `pages` (the dashboard, `herald-web`) mounted beside the API,
+/// inside authentication so that its handlers use the same extractors and session.
+pub fn router_with(state: AppState, pages: Router<AppState>) -> Router {
     let (api, mut doc) = documented();
     doc["info"]["version"] = serde_json::json!(env!("CARGO_PKG_VERSION"));
     let doc_json = doc.to_string();
@@ -99,6 +105,7 @@ pub fn router(state: AppState) -> Router {
     .route("/metrics", get(metrics::scrape))
     // The pages of account mail links: inside authentication for the per-client limit.
     .merge(routes::account_pages::router())
+    .merge(pages)
     .fallback(envelope::not_found_fallback)
     .method_not_allowed_fallback(envelope::method_not_allowed_fallback)
     // Inside authentication: an unauthenticated request is a 401 whatever its URL holds.

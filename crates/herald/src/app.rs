@@ -99,7 +99,7 @@ impl Application {
             .context("starting the password hashing threads and the OAuth HTTP client")?;
         // A worker node answers /health and /metrics only (config/role.rs).
         let router = if config.role.serves_api() {
-            herald_api::router(state)
+            herald_api::router_with(state, herald_web::router())
         } else {
             herald_api::worker_router(state)
         };

@@ -328,6 +328,7 @@ impl Store {
         limit: u32,
         before: Option<Uuid>,
         search: Option<&str>,
+        subscribed: Option<bool>,
     ) -> StoreResult<ContactPage> {
         // Conditions are added only when present: `($2 IS NULL OR id < $2)` would keep SQLite
         // from seeking the (project_id, id) index to the cursor.
@@ -342,6 +343,10 @@ impl Store {
             n += 1;
             cond.push_str(&format!(" AND email LIKE ${n} ESCAPE '\\'"));
         }
+        if subscribed.is_some() {
+            n += 1;
+            cond.push_str(&format!(" AND subscribed = ${n}"));
+        }
         let q = format!(
             "SELECT {COLUMNS} FROM contacts WHERE {cond} ORDER BY id DESC LIMIT ${}",
             n + 1
@@ -354,6 +359,9 @@ impl Store {
             if let Some(p) = &pattern {
                 query = query.bind(p.clone());
             }
+            if let Some(s) = subscribed {
+                query = query.bind(s);
+            }
             query.bind(i64::from(limit) + 1).fetch_all(pool).await?
         });
         let has_more = rows.len() > limit as usize;
@@ -365,25 +373,36 @@ impl Store {
         Ok(ContactPage { contacts, has_more })
     }
 
-    pub async fn count_contacts(&self, project_id: Uuid, search: Option<&str>) -> StoreResult<i64> {
-        let (n,): (i64,) = match search.map(crate::like::contains) {
-            None => db_read!(self, |pool| {
-                sqlx::query_as("SELECT count(*) FROM contacts WHERE project_id = $1")
-                    .bind(project_id)
-                    .fetch_one(pool)
-                    .await?
-            }),
-            Some(p) => db_read!(self, |pool| {
-                sqlx::query_as(
-                    "SELECT count(*) FROM contacts WHERE project_id = $1 AND email LIKE $2 ESCAPE '\\'",
-                )
-                .bind(project_id)
-                .bind(&p)
-                .fetch_one(pool)
-                .await?
-            }),
-        };
-        Ok(n)
+    /// How many contacts match `search` (a substring of the email) and `subscribed`.
+    pub async fn count_contacts(
+        &self,
+        project_id: Uuid,
+        search: Option<&str>,
+        subscribed: Option<bool>,
+    ) -> StoreResult<i64> {
+        let pattern = search.map(crate::like::contains);
+        let mut cond = String::from("project_id = $1");
+        let mut n = 1;
+        if pattern.is_some() {
+            n += 1;
+            cond.push_str(&format!(" AND email LIKE ${n} ESCAPE '\\'"));
+        }
+        if subscribed.is_some() {
+            n += 1;
+            cond.push_str(&format!(" AND subscribed = ${n}"));
+        }
+        let q = format!("SELECT count(*) FROM contacts WHERE {cond}");
+        let (count,): (i64,) = db_read!(self, |pool| {
+            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
+            if let Some(p) = &pattern {
+                query = query.bind(p.clone());
+            }
+            if let Some(s) = subscribed {
+                query = query.bind(s);
+            }
+            query.fetch_one(pool).await?
+        });
+        Ok(count)
     }
 
     /// The (email, id) of each given email that is a contact of the project.

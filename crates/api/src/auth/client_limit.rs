@@ -28,6 +28,11 @@ const LIMITED: &[&str] = &[
     "/verify-email",
     "/reset-password",
     "/signup",
+    // The dashboard's forms (herald-web).
+    "/app/login",
+    "/app/signup",
+    "/app/forgot-password",
+    "/app/reset-password",
 ];
 
 /// The limited route a request is on, if any.

@@ -87,7 +87,7 @@ fn required_email(email: Option<String>) -> ApiResult<EmailAddress> {
 }
 
 /// Marks the address of a verification token verified.
-pub(crate) async fn apply_verification(state: &AppState, token: &str) -> ApiResult<()> {
+pub async fn apply_verification(state: &AppState, token: &str) -> ApiResult<()> {
     state
         .store
         .verify_email_with_token(&token_hash(token), state.engine.now())
@@ -97,7 +97,7 @@ pub(crate) async fn apply_verification(state: &AppState, token: &str) -> ApiResu
 }
 
 /// Sets a new password with a reset token; every session of the user ends.
-pub(crate) async fn apply_reset(state: &AppState, token: &str, password: String) -> ApiResult<()> {
+pub async fn apply_reset(state: &AppState, token: &str, password: String) -> ApiResult<()> {
     if let Some(e) = password_error("password", &password) {
         return Err(ApiError::validation(vec![e]));
     }
@@ -152,15 +152,26 @@ async fn request_password_reset(
     lang: RequestLanguage,
     ApiJson(body): ApiJson<EmailRequest>,
 ) -> ApiResult<Json<Done>> {
+    request_reset(&state, body, lang.0).await?;
+    Ok(Json(DONE))
+}
+
+/// Mails a password-reset link when the address has an account (the API and the dashboard's
+/// form); nothing tells whether it has one.
+pub async fn request_reset(
+    state: &AppState,
+    body: EmailRequest,
+    lang: &'static herald_core::account_i18n::AccountStrings,
+) -> ApiResult<()> {
     let email = required_email(body.email)?;
     if let Some(user) = state.store.user_by_email(email.as_str()).await? {
         let whom = TokenFor {
             user: Some(user.id),
             project: None,
         };
-        send_token_mail(&state, TokenKind::PasswordReset, &email, whom, None, lang.0).await?;
+        send_token_mail(state, TokenKind::PasswordReset, &email, whom, None, lang).await?;
     }
-    Ok(Json(DONE))
+    Ok(())
 }
 
 /// Sets a new password with the token from the reset mail; ends every session of the user.
@@ -171,15 +182,18 @@ async fn reset_password(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<ResetRequest>,
 ) -> ApiResult<Json<Done>> {
+    reset_with_token(&state, body).await?;
+    Ok(Json(DONE))
+}
+
+/// Checks a reset request and sets the new password (the API and the dashboard's form).
+pub async fn reset_with_token(state: &AppState, body: ResetRequest) -> ApiResult<()> {
     let mut errors: Vec<FieldError> = Vec::new();
     let token = required_token(body.token).map_err(|e| errors.extend(e.errors));
     let password = body.password.unwrap_or_default();
     errors.extend(password_error("password", &password));
     match token {
-        Ok(t) if errors.is_empty() => {
-            apply_reset(&state, &t, password).await?;
-            Ok(Json(DONE))
-        }
+        Ok(t) if errors.is_empty() => apply_reset(state, &t, password).await,
         _ => Err(ApiError::validation(errors)),
     }
 }

@@ -121,7 +121,7 @@ pub(crate) fn with_cookie(status: StatusCode, cookie: String, body: impl Seriali
 }
 
 /// Opens a server-side session for `user`; the `Set-Cookie` value carrying it.
-pub(crate) async fn start_session(state: &AppState, user: Uuid) -> ApiResult<String> {
+pub async fn start_session(state: &AppState, user: Uuid) -> ApiResult<String> {
     let sid = SessionKeys::new_sid();
     let (token, expires_at) = state.sessions.issue(user, &sid)?;
     state
@@ -140,6 +140,21 @@ async fn login(
     client: ClientAddress,
     ApiJson(body): ApiJson<Credentials>,
 ) -> ApiResult<Response> {
+    let (user, cookie) = sign_in(&state, &client, body).await?;
+    Ok(with_cookie(
+        StatusCode::OK,
+        cookie,
+        UserResponse::from(&user),
+    ))
+}
+
+/// Checks the credentials (with the per-account throttle and the verified-address rule) and
+/// opens a session: the user and the `Set-Cookie` value (the API and the dashboard's form).
+pub async fn sign_in(
+    state: &AppState,
+    client: &ClientAddress,
+    body: Credentials,
+) -> ApiResult<(User, String)> {
     let invalid = || ApiError::unauthorized("INVALID_CREDENTIALS", "Invalid email or password");
     let email = body
         .email
@@ -147,7 +162,7 @@ async fn login(
         .and_then(|e| EmailAddress::parse(e).ok());
     let password = body.password.unwrap_or_default();
     if let Some(e) = &email {
-        login_throttle::check(&state, e.as_str(), &client).await?;
+        login_throttle::check(state, e.as_str(), client).await?;
     }
     let user = match &email {
         Some(e) => state.store.user_by_email(e.as_str()).await?,
@@ -162,11 +177,11 @@ async fn login(
     let ok = state.passwords.verify(password, hash).await?;
     let Some(user) = user.filter(|_| ok) else {
         if let Some(e) = &email {
-            login_throttle::failed(&state, e.as_str(), &client).await?;
+            login_throttle::failed(state, e.as_str(), client).await?;
         }
         return Err(invalid());
     };
-    login_throttle::succeeded(&state, user.email.as_str(), &client).await?;
+    login_throttle::succeeded(state, user.email.as_str(), client).await?;
     if state.settings.require_email_verification && user.email_verified_at.is_none() {
         return Err(ApiError::forbidden(
             "EMAIL_VERIFICATION_REQUIRED",
@@ -176,12 +191,8 @@ async fn login(
             "Follow the link in the verification mail, or POST /auth/request-verification",
         ));
     }
-    let cookie = start_session(&state, user.id).await?;
-    Ok(with_cookie(
-        StatusCode::OK,
-        cookie,
-        UserResponse::from(&user),
-    ))
+    let cookie = start_session(state, user.id).await?;
+    Ok((user, cookie))
 }
 
 /// Ends the session server-side and clears the cookie.
@@ -251,26 +262,30 @@ async fn create_project(
     auth: UserAuth,
     ApiJson(body): ApiJson<CreateProjectRequest>,
 ) -> ApiResult<(StatusCode, Json<ProjectResponse>)> {
-    let name = project_name(body.name.as_deref(), true)?.unwrap_or_default();
-    let keys = NewKeys::generate();
-    let project = state
-        .store
-        .create_project(
-            new_id(),
-            &name,
-            &keys.stored(),
-            auth.user,
-            state.engine.now(),
-        )
-        .await?;
+    let (project, secret) = new_project(&state, auth.user, body).await?;
     Ok((
         StatusCode::CREATED,
         Json(ProjectResponse::new(
             &project,
-            Some(keys.secret_key),
+            Some(secret),
             Some(Role::Owner),
         )),
     ))
+}
+
+/// Creates a project owned by `user`: the project and its secret key (shown this once).
+pub async fn new_project(
+    state: &AppState,
+    user: Uuid,
+    body: CreateProjectRequest,
+) -> ApiResult<(Project, String)> {
+    let name = project_name(body.name.as_deref(), true)?.unwrap_or_default();
+    let keys = NewKeys::generate();
+    let project = state
+        .store
+        .create_project(new_id(), &name, &keys.stored(), user, state.engine.now())
+        .await?;
+    Ok((project, keys.secret_key))
 }
 
 /// The user's role in a project; another user's project is not found.
@@ -321,11 +336,28 @@ async fn update_project(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<UpdateProjectRequest>,
 ) -> ApiResult<Json<ProjectResponse>> {
-    let (id, role) = role_in(&state, auth.user, &id).await?;
+    let (project, role) = change_project(&state, auth.user, &id, body).await?;
+    Ok(Json(ProjectResponse::new(&project, None, Some(role))))
+}
+
+/// Changes a project's settings for `user` (owner or admin): the API's and the dashboard's.
+pub async fn change_project(
+    state: &AppState,
+    user: Uuid,
+    id: &str,
+    body: UpdateProjectRequest,
+) -> ApiResult<(Project, Role)> {
+    let (id, role) = role_in(state, user, id).await?;
     require_manager(role)?;
-    refuse_if_disabled(&state, id).await?;
+    refuse_if_disabled(state, id).await?;
     let mut errors = Vec::new();
-    let name = project_name(body.name.as_deref(), false)?;
+    let name = match project_name(body.name.as_deref(), false) {
+        Ok(n) => n,
+        Err(e) => {
+            errors.extend(e.errors);
+            None
+        }
+    };
     let tracking = match body.tracking.as_deref().map(TrackingMode::parse) {
         None => None,
         Some(Ok(t)) => Some(t),
@@ -361,7 +393,7 @@ async fn update_project(
         .store
         .update_project(id, &changes, state.engine.now())
         .await?;
-    Ok(Json(ProjectResponse::new(&project, None, Some(role))))
+    Ok((project, role))
 }
 
 /// Deletes a project and everything in it (owner only).
@@ -372,9 +404,15 @@ async fn delete_project(
     auth: UserAuth,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let (id, role) = role_in(&state, auth.user, &id).await?;
-    state.engine.delete_project(role, id).await?;
+    remove_project(&state, auth.user, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes a project for `user` (its owner).
+pub async fn remove_project(state: &AppState, user: Uuid, id: &str) -> ApiResult<()> {
+    let (id, role) = role_in(state, user, id).await?;
+    state.engine.delete_project(role, id).await?;
+    Ok(())
 }
 
 /// Replaces both keys; the old ones stop working at once.
@@ -385,19 +423,30 @@ async fn regenerate_keys(
     auth: UserAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ProjectResponse>> {
-    let (id, role) = role_in(&state, auth.user, &id).await?;
+    let (project, role, secret) = replace_project_keys(&state, auth.user, &id).await?;
+    Ok(Json(ProjectResponse::new(
+        &project,
+        Some(secret),
+        Some(role),
+    )))
+}
+
+/// Replaces both keys of a project for `user` (owner or admin): the project, the role and the
+/// new secret key (shown this once).
+pub async fn replace_project_keys(
+    state: &AppState,
+    user: Uuid,
+    id: &str,
+) -> ApiResult<(Project, Role, String)> {
+    let (id, role) = role_in(state, user, id).await?;
     require_manager(role)?;
-    refuse_if_disabled(&state, id).await?;
+    refuse_if_disabled(state, id).await?;
     let keys = NewKeys::generate();
     let project = state
         .store
         .replace_keys(id, &keys.stored(), state.engine.now())
         .await?;
-    Ok(Json(ProjectResponse::new(
-        &project,
-        Some(keys.secret_key),
-        Some(role),
-    )))
+    Ok((project, role, keys.secret_key))
 }
 
 #[derive(Serialize, ToSchema)]

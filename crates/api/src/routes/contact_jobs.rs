@@ -8,6 +8,7 @@ use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
 use axum::http::StatusCode;
 use herald_core::contact_import::{IMPORT_MAX_BYTES, read_header};
 use herald_core::contact_jobs::{BULK_MAX_IDS, JobOperation};
+use herald_core::ids::Uuid;
 use herald_store::contact_jobs::ContactJob;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -81,18 +82,30 @@ pub struct ImportForm {
     file: Vec<u8>,
 }
 
-async fn accept(
+/// The 202 answer of a queued job.
+fn accepted(id: Uuid, operation: JobOperation) -> (StatusCode, Json<JobAccepted>) {
+    (
+        StatusCode::ACCEPTED,
+        Json(JobAccepted {
+            job_id: id.to_string(),
+            message: format!("{} job queued", operation.as_str()),
+        }),
+    )
+}
+
+/// Queues a contact job of `project` and wakes the worker: the job's id.
+async fn queue_job(
     state: &AppState,
-    auth: &ProjectAuth,
+    project: Uuid,
     operation: JobOperation,
     input: &[u8],
-) -> ApiResult<(StatusCode, Json<JobAccepted>)> {
+) -> ApiResult<Uuid> {
     let engine = &state.engine;
     let max_attempts = i32::try_from(engine.settings.send_max_attempts).unwrap_or(8);
     let mut tx = state.store.begin().await?;
     let id = herald_store::contact_jobs::create(
         &mut tx,
-        auth.id(),
+        project,
         operation,
         input,
         engine.now(),
@@ -101,13 +114,42 @@ async fn accept(
     .await?;
     tx.commit().await?;
     engine.contact_jobs_queued();
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(JobAccepted {
-            job_id: id.to_string(),
-            message: format!("{} job queued", operation.as_str()),
-        }),
-    ))
+    Ok(id)
+}
+
+/// Checks a CSV file's header and queues its import (the API and the dashboard's form).
+pub async fn queue_import(state: &AppState, project: Uuid, bytes: &[u8]) -> ApiResult<Uuid> {
+    // A file whose header is unusable is refused now; row problems are the job's to report.
+    read_header(bytes).map_err(|p| ApiError::field("file", p.0, p.1.code()))?;
+    queue_job(state, project, JobOperation::Import, bytes).await
+}
+
+/// Checks a bulk request and queues it (the API and the dashboard's bulk actions).
+pub async fn queue_bulk(
+    state: &AppState,
+    project: Uuid,
+    body: BulkRequest,
+    operation: JobOperation,
+) -> ApiResult<Uuid> {
+    let ids = bulk_ids(body)?;
+    let input = serde_json::to_vec(&ids).map_err(ApiError::internal)?;
+    queue_job(state, project, operation, &input).await
+}
+
+/// A job of `project` by its raw id (`bulk` for the bulk operations, else imports).
+pub async fn job_status(
+    state: &AppState,
+    project: Uuid,
+    raw: &str,
+    bulk: bool,
+) -> ApiResult<JobResponse> {
+    let id = path_id(raw, "JOB_NOT_FOUND", "Job")?;
+    let job = state
+        .store
+        .contact_job(project, id, bulk)
+        .await?
+        .ok_or_else(job_not_found)?;
+    Ok(job.into())
 }
 
 fn multipart_error(e: &MultipartError) -> ApiError {
@@ -131,7 +173,7 @@ pub(crate) async fn read_part(mut field: Field<'_>, max: usize) -> ApiResult<Vec
 }
 
 /// The bytes of the part named `file` of a multipart body.
-pub(crate) async fn file_part(
+pub async fn file_part(
     multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
     max: usize,
 ) -> ApiResult<Vec<u8>> {
@@ -172,9 +214,8 @@ async fn import_contacts(
     multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> ApiResult<(StatusCode, Json<JobAccepted>)> {
     let bytes = file_part(multipart, IMPORT_MAX_BYTES).await?;
-    // A file whose header is unusable is refused now; row problems are the job's to report.
-    read_header(&bytes).map_err(|p| ApiError::field("file", p.0, p.1.code()))?;
-    accept(&state, &auth, JobOperation::Import, &bytes).await
+    let id = queue_import(&state, auth.id(), &bytes).await?;
+    Ok(accepted(id, JobOperation::Import))
 }
 
 fn job_not_found() -> ApiError {
@@ -187,13 +228,7 @@ async fn poll(
     raw: &str,
     bulk: bool,
 ) -> ApiResult<Json<JobResponse>> {
-    let id = path_id(raw, "JOB_NOT_FOUND", "Job")?;
-    let job = state
-        .store
-        .contact_job(auth.id(), id, bulk)
-        .await?
-        .ok_or_else(job_not_found)?;
-    Ok(Json(job.into()))
+    Ok(Json(job_status(state, auth.id(), raw, bulk).await?))
 }
 
 /// An import job's state, progress and result.
@@ -266,9 +301,8 @@ async fn bulk(
     body: BulkRequest,
     operation: JobOperation,
 ) -> ApiResult<(StatusCode, Json<JobAccepted>)> {
-    let ids = bulk_ids(body)?;
-    let input = serde_json::to_vec(&ids).map_err(ApiError::internal)?;
-    accept(&state, &auth, operation, &input).await
+    let id = queue_bulk(&state, auth.id(), body, operation).await?;
+    Ok(accepted(id, operation))
 }
 
 /// Queues subscribing up to 1,000 contacts (each change records `contact.subscribed`).

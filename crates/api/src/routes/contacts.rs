@@ -112,6 +112,8 @@ struct ContactListQuery {
     cursor: Option<String>,
     /// case-insensitive substring of the email
     search: Option<String>,
+    /// only subscribed (true) or unsubscribed (false) contacts
+    subscribed: Option<bool>,
 }
 
 /// Contacts, newest first, by cursor.
@@ -122,12 +124,32 @@ async fn list_contacts(
     auth: ProjectAuth,
     Query(q): Query<ContactListQuery>,
 ) -> ApiResult<Json<ContactList>> {
-    let limit = q.limit.get();
-    let before = match text(&q.cursor) {
-        Some(c) => Some(decode_cursor(auth.id(), c)?),
+    let page = contact_page(
+        &state,
+        auth.id(),
+        q.limit.get(),
+        text(&q.cursor),
+        q.search.as_deref(),
+        q.subscribed,
+    )
+    .await?;
+    Ok(Json(page))
+}
+
+/// One page of a project's contacts, newest first (the API's list and the dashboard's table).
+pub async fn contact_page(
+    state: &AppState,
+    project: Uuid,
+    limit: u32,
+    cursor: Option<&str>,
+    search: Option<&str>,
+    subscribed: Option<bool>,
+) -> ApiResult<ContactList> {
+    let before = match cursor {
+        Some(c) => Some(decode_cursor(project, c)?),
         None => None,
     };
-    let search = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let search = search.map(str::trim).filter(|s| !s.is_empty());
     if search.is_some_and(|s| s.len() > 254) {
         return Err(ApiError::field(
             "search",
@@ -137,18 +159,21 @@ async fn list_contacts(
     }
     let page = state
         .store
-        .list_contacts(auth.id(), limit, before, search)
+        .list_contacts(project, limit, before, search, subscribed)
         .await?;
     let total = if before.is_none() {
-        state.store.count_contacts(auth.id(), search).await?
+        state
+            .store
+            .count_contacts(project, search, subscribed)
+            .await?
     } else {
         0
     };
     let cursor = match (page.has_more, page.contacts.last()) {
-        (true, Some(last)) => Some(encode_cursor(auth.id(), last.id)),
+        (true, Some(last)) => Some(encode_cursor(project, last.id)),
         _ => None,
     };
-    Ok(Json(ContactList {
+    Ok(ContactList {
         data: page
             .contacts
             .into_iter()
@@ -157,7 +182,7 @@ async fn list_contacts(
         cursor,
         has_more: page.has_more,
         total,
-    }))
+    })
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -213,23 +238,7 @@ async fn upsert_contact(
     auth: ProjectAuth,
     ApiJson(body): ApiJson<UpsertContactRequest>,
 ) -> ApiResult<(StatusCode, Json<UpsertResponse>)> {
-    let mut errors = Vec::new();
-    let email = email_field(body.email.as_deref(), "email", &mut errors);
-    let patch = data_field(body.data.as_ref(), &mut errors);
-    let Some(email) = email.filter(|_| errors.is_empty()) else {
-        return Err(ApiError::validation(errors));
-    };
-    let out = state
-        .store
-        .upsert_contact(&ContactUpsert {
-            project_id: auth.id(),
-            email: email.as_str(),
-            subscribed: body.subscribed,
-            default_subscribed: true,
-            patch: &patch,
-            now: state.engine.now(),
-        })
-        .await?;
+    let out = save_contact(&state, auth.id(), body).await?;
     let status = if out.is_new {
         StatusCode::CREATED
     } else {
@@ -245,6 +254,31 @@ async fn upsert_contact(
             },
         }),
     ))
+}
+
+/// Creates or updates a contact by email after the API's checks (the API and the dashboard).
+pub async fn save_contact(
+    state: &AppState,
+    project: Uuid,
+    body: UpsertContactRequest,
+) -> ApiResult<herald_store::contacts::UpsertOutcome> {
+    let mut errors = Vec::new();
+    let email = email_field(body.email.as_deref(), "email", &mut errors);
+    let patch = data_field(body.data.as_ref(), &mut errors);
+    let Some(email) = email.filter(|_| errors.is_empty()) else {
+        return Err(ApiError::validation(errors));
+    };
+    Ok(state
+        .store
+        .upsert_contact(&ContactUpsert {
+            project_id: project,
+            email: email.as_str(),
+            subscribed: body.subscribed,
+            default_subscribed: true,
+            patch: &patch,
+            now: state.engine.now(),
+        })
+        .await?)
 }
 
 fn contact_id(raw: &str) -> ApiResult<Uuid> {
@@ -292,6 +326,19 @@ async fn patch_contact(
     ApiJson(body): ApiJson<PatchContactRequest>,
 ) -> ApiResult<Json<ContactResponse>> {
     let id = contact_id(&id)?;
+    Ok(Json(
+        change_contact(&state, auth.id(), id, body).await?.into(),
+    ))
+}
+
+/// Changes a contact's email, subscription or data after the API's checks (the API and the
+/// dashboard's contact page).
+pub async fn change_contact(
+    state: &AppState,
+    project: Uuid,
+    id: Uuid,
+    body: PatchContactRequest,
+) -> ApiResult<Contact> {
     let mut errors = Vec::new();
     let email = match body.email.as_deref() {
         None => None,
@@ -308,8 +355,8 @@ async fn patch_contact(
         now: state.engine.now(),
         cause: Default::default(),
     };
-    match state.store.update_contact(auth.id(), id, &change).await {
-        Ok(c) => Ok(Json(c.into())),
+    match state.store.update_contact(project, id, &change).await {
+        Ok(c) => Ok(c),
         Err(StoreError::NotFound) => Err(contact_not_found()),
         Err(StoreError::Conflict(_)) => Err(ApiError::conflict(
             "Another contact in this project has this email",

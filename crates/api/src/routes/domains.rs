@@ -169,7 +169,7 @@ fn domain_not_found() -> ApiError {
 }
 
 /// Adding and deleting domains: owners and admins of an enabled project (a key may do all).
-fn ensure_can_manage(auth: &ProjectAuth) -> ApiResult<()> {
+pub fn ensure_can_manage(auth: &ProjectAuth) -> ApiResult<()> {
     if auth.project.disabled {
         let reason = auth.project.disabled_reason.clone().unwrap_or_default();
         return Err(ApiError::forbidden(

@@ -50,7 +50,7 @@ async fn list_fields(
     State(state): State<AppState>,
     auth: ProjectAuth,
 ) -> ApiResult<Json<FieldList>> {
-    let total = state.store.count_contacts(auth.id(), None).await?;
+    let total = state.store.count_contacts(auth.id(), None, None).await?;
     let custom = state.store.custom_fields(auth.id()).await?;
     let keys: Vec<String> = custom.iter().map(|f| f.key.clone()).collect();
     let counts = state.store.field_counts(auth.id(), &keys).await?;

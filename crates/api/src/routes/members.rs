@@ -200,7 +200,37 @@ async fn invite_member(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<InviteRequest>,
 ) -> ApiResult<Response> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
+    Ok(match invite(&state, auth.user, &id, body, lang.0).await? {
+        Invited::Joined(member) => {
+            (StatusCode::CREATED, Json(MemberResponse::from(&member))).into_response()
+        }
+        Invited::Mailed { email, role } => (
+            StatusCode::ACCEPTED,
+            Json(InvitationResponse {
+                email,
+                role,
+                invited: true,
+            }),
+        )
+            .into_response(),
+    })
+}
+
+/// What an invitation did: an existing user joined, or a new address was mailed a link.
+pub enum Invited {
+    Joined(Member),
+    Mailed { email: String, role: Role },
+}
+
+/// Invites `body.email` into project `id` for `user` (the API and the dashboard's form).
+pub async fn invite(
+    state: &AppState,
+    user: Uuid,
+    id: &str,
+    body: InviteRequest,
+    lang: &'static herald_core::account_i18n::AccountStrings,
+) -> ApiResult<Invited> {
+    let (project, role) = project_access(state, user, id).await?;
     require_enabled(&project)?;
     let mut errors: Vec<FieldError> = Vec::new();
     let email = match body.email.as_deref().map(EmailAddress::parse) {
@@ -225,31 +255,26 @@ async fn invite_member(
         .add_member(role, project.id, &email, new_role)
         .await?;
     if let MemberAddition::Joined(member) = added {
-        return Ok((StatusCode::CREATED, Json(MemberResponse::from(&member))).into_response());
+        return Ok(Invited::Joined(member));
     }
     let whom = TokenFor {
         user: None,
         project: Some((project.id, new_role)),
     };
     send_token_mail(
-        &state,
+        state,
         TokenKind::Invitation,
         &email,
         whom,
         Some(&project.name),
         // The inviter's language: Herald stores none per user.
-        lang.0,
+        lang,
     )
     .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(InvitationResponse {
-            email: email.into_string(),
-            role: new_role,
-            invited: true,
-        }),
-    )
-        .into_response())
+    Ok(Invited::Mailed {
+        email: email.into_string(),
+        role: new_role,
+    })
 }
 
 fn member_id(raw: &str) -> ApiResult<Uuid> {
@@ -266,14 +291,25 @@ async fn update_member(
     Path((id, user_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<RoleRequest>,
 ) -> ApiResult<Json<MemberResponse>> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
+    let member = change_role(&state, auth.user, &id, &user_id, body).await?;
+    Ok(Json(MemberResponse::from(&member)))
+}
+
+/// Changes a member's role in project `id` for `user` (the API and the dashboard).
+pub async fn change_role(
+    state: &AppState,
+    user: Uuid,
+    id: &str,
+    user_id: &str,
+    body: RoleRequest,
+) -> ApiResult<Member> {
+    let (project, role) = project_access(state, user, id).await?;
     require_enabled(&project)?;
     let new_role = parse_role(body.role.as_deref(), None)?;
-    let member = state
+    Ok(state
         .engine
-        .set_member_role(role, project.id, member_id(&user_id)?, new_role)
-        .await?;
-    Ok(Json(MemberResponse::from(&member)))
+        .set_member_role(role, project.id, member_id(user_id)?, new_role)
+        .await?)
 }
 
 /// Removes a member from the project.
@@ -285,11 +321,17 @@ async fn remove_member(
     auth: UserAuth,
     Path((id, user_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
+    remove(&state, auth.user, &id, &user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a member from project `id` for `user` (the API and the dashboard).
+pub async fn remove(state: &AppState, user: Uuid, id: &str, user_id: &str) -> ApiResult<()> {
+    let (project, role) = project_access(state, user, id).await?;
     require_enabled(&project)?;
     state
         .engine
-        .remove_member(role, project.id, member_id(&user_id)?)
+        .remove_member(role, project.id, member_id(user_id)?)
         .await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
 }

@@ -43,6 +43,18 @@ async fn change_password(
     client: ClientAddress,
     ApiJson(body): ApiJson<PasswordChange>,
 ) -> ApiResult<Json<Done>> {
+    set_password(&state, &auth, &client, body).await?;
+    Ok(Json(Done { success: true }))
+}
+
+/// Changes the signed-in user's password after checking the current one; ends their other
+/// sessions (the API and the dashboard's account page).
+pub async fn set_password(
+    state: &AppState,
+    auth: &UserAuth,
+    client: &ClientAddress,
+    body: PasswordChange,
+) -> ApiResult<()> {
     let new = body.new_password.unwrap_or_default();
     if let Some(e) = password_error("newPassword", &new) {
         return Err(ApiError::validation(vec![e]));
@@ -51,7 +63,7 @@ async fn change_password(
         state.store.user_by_id(auth.user).await?.ok_or_else(|| {
             ApiError::unauthorized("UNAUTHORIZED", "The account no longer exists")
         })?;
-    crate::auth::login_throttle::check(&state, user.email.as_str(), &client).await?;
+    crate::auth::login_throttle::check(state, user.email.as_str(), client).await?;
     let ok = state
         .passwords
         .verify(
@@ -60,7 +72,7 @@ async fn change_password(
         )
         .await?;
     if !ok {
-        crate::auth::login_throttle::failed(&state, user.email.as_str(), &client).await?;
+        crate::auth::login_throttle::failed(state, user.email.as_str(), client).await?;
         return Err(ApiError::validation(vec![FieldError::new(
             "currentPassword",
             "the current password is not right",
@@ -72,5 +84,5 @@ async fn change_password(
         .store
         .change_password(auth.user, &hash, &auth.sid, state.engine.now())
         .await?;
-    Ok(Json(Done { success: true }))
+    Ok(())
 }

@@ -44,13 +44,25 @@ async fn reset_project(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ProjectResetRequest>,
 ) -> ApiResult<Json<ResetResponse>> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
+    reset(&state, auth.user, &id, body).await?;
+    Ok(Json(ResetResponse { success: true }))
+}
+
+/// Resets project `id` for `user` (its owner, confirming with the name): the API and the
+/// dashboard.
+pub async fn reset(
+    state: &AppState,
+    user: herald_core::ids::Uuid,
+    id: &str,
+    body: ProjectResetRequest,
+) -> ApiResult<()> {
+    let (project, role) = project_access(state, user, id).await?;
     require_enabled(&project)?;
     state
         .engine
         .reset_project(role, &project, body.confirmation.as_deref())
         .await?;
-    Ok(Json(ResetResponse { success: true }))
+    Ok(())
 }
 
 #[derive(Serialize, ToSchema)]

@@ -105,7 +105,7 @@ async fn signup(
 /// token proves the address (verified, its project joined); without one, the verification
 /// link is mailed (in `lang`) and nothing is joined until it is followed. Opens a session
 /// unless sign-in waits for a verified address.
-pub(crate) async fn create_account(
+pub async fn create_account(
     state: &AppState,
     body: SignupRequest,
     lang: &'static AccountStrings,

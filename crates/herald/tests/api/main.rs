@@ -29,6 +29,7 @@ mod campaigns;
 mod contacts;
 mod crash;
 mod cross_site;
+mod dashboard;
 mod domains;
 mod edge;
 mod errors;

@@ -1,0 +1,122 @@
+//! Herald's dashboard: server-rendered pages under `/app` (askama templates compiled into the
+//! binary, a vendored htmx, one stylesheet), mounted by `herald serve` beside the API on the
+//! same listener (`herald_api::router_with`).
+//!
+//! Invariants:
+//! - Page handlers are thin: they call the same service functions as the API's handlers
+//!   (`herald_api::routes::*`), so a rule and its validation live once; a refused form comes
+//!   back with each message beside its field.
+//! - Sign-in state is the API's session cookie, read by the API's own extractors
+//!   ([`session`]); the cross-site rule on writes is the API's (its authentication middleware
+//!   runs before any page handler).
+//! - Every response carries the dashboard's security headers ([`headers`]): a CSP without
+//!   inline script and `frame-ancestors 'none'`.
+//! - A project the user is not a member of, or an unknown id, is the 404 page.
+#![forbid(unsafe_code)]
+
+pub mod assets;
+mod form;
+mod format;
+pub mod headers;
+mod pages;
+mod render;
+mod session;
+mod shell;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::response::Redirect;
+use axum::routing::{get, post};
+use herald_api::AppState;
+use herald_api::routes::contact_jobs::IMPORT_BODY_LIMIT;
+
+/// The dashboard's routes (and `GET /` → `/app/`).
+pub fn router() -> Router<AppState> {
+    let app = Router::new()
+        .route("/app", get(|| async { Redirect::to("/app/") }))
+        .route("/app/", get(pages::projects::start))
+        .route("/app/assets/{name}", get(assets::serve))
+        .route(
+            "/app/login",
+            get(pages::auth::login_page).post(pages::auth::login_submit),
+        )
+        .route(
+            "/app/signup",
+            get(pages::auth::signup_page).post(pages::auth::signup_submit),
+        )
+        .route("/app/logout", post(pages::auth::logout))
+        .route(
+            "/app/forgot-password",
+            get(pages::auth::forgot_page).post(pages::auth::forgot_submit),
+        )
+        .route(
+            "/app/reset-password",
+            get(pages::auth::reset_page).post(pages::auth::reset_submit),
+        )
+        .route(
+            "/app/projects/new",
+            get(pages::projects::new_page).post(pages::projects::create),
+        )
+        .route("/app/account", get(pages::account::page))
+        .route(
+            "/app/account/password",
+            post(pages::account::change_password),
+        )
+        .route("/app/p/{project}/", get(pages::home::page))
+        .route(
+            "/app/p/{project}/contacts",
+            get(pages::contacts::page).post(pages::contacts::create),
+        )
+        .route(
+            "/app/p/{project}/contacts/bulk",
+            post(pages::contacts::bulk),
+        )
+        .route("/app/p/{project}/contacts/jobs", get(pages::contacts::jobs))
+        .route(
+            "/app/p/{project}/contacts/import",
+            post(pages::contacts::import).layer(DefaultBodyLimit::max(IMPORT_BODY_LIMIT)),
+        )
+        .route(
+            "/app/p/{project}/contacts/{id}",
+            get(pages::contact::page).post(pages::contact::save),
+        )
+        .route(
+            "/app/p/{project}/settings",
+            get(pages::settings::page).post(pages::settings::save_general),
+        )
+        .route(
+            "/app/p/{project}/settings/keys",
+            post(pages::settings::regenerate_keys),
+        )
+        .route(
+            "/app/p/{project}/settings/domains",
+            post(pages::settings::add_domain),
+        )
+        .route(
+            "/app/p/{project}/settings/domains/{id}/verify",
+            post(pages::settings::verify_domain),
+        )
+        .route(
+            "/app/p/{project}/settings/members",
+            post(pages::settings::invite_member),
+        )
+        .route(
+            "/app/p/{project}/settings/members/{user}",
+            post(pages::settings::change_member),
+        )
+        .route(
+            "/app/p/{project}/settings/reset",
+            post(pages::settings::reset_project),
+        )
+        .route(
+            "/app/p/{project}/settings/delete",
+            post(pages::settings::delete_project),
+        )
+        .route("/app/p/{project}/{section}", get(pages::later::page))
+        .route("/app/{*rest}", get(pages::not_found::page))
+        .layer(middleware::from_fn(headers::dashboard_headers));
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/app/") }))
+        .merge(app)
+}
