@@ -404,9 +404,12 @@ impl Page {
                     out.push(format!("console.error: {}", e["params"]["args"]));
                 }
                 Some("Log.entryAdded") if e["params"]["entry"]["level"] == "error" => {
+                    let entry = &e["params"]["entry"];
                     out.push(format!(
-                        "{}: {}",
-                        e["params"]["entry"]["source"], e["params"]["entry"]["text"]
+                        "{}: {} {}",
+                        entry["source"],
+                        entry["text"],
+                        entry["url"].as_str().unwrap_or_default()
                     ));
                 }
                 _ => {}

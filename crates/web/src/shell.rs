@@ -25,6 +25,8 @@ pub struct Shell {
     pub css: String,
     pub js: String,
     pub htmx: String,
+    /// The favicon (browsers ask for one on every origin; without it, a 404 each time).
+    pub icon: String,
     pub email: String,
     /// The current project's name, if the page belongs to one.
     pub project_name: Option<String>,
@@ -98,6 +100,7 @@ impl Shell {
             css: assets::url("app.css"),
             js: assets::url("app.js"),
             htmx: assets::url("htmx.min.js"),
+            icon: assets::url("icon.svg"),
             email: String::new(),
             project_name: None,
             projects: Vec::new(),

@@ -121,6 +121,21 @@ impl Engine {
         self.app_with(|_| {}).await
     }
 
+    /// An app listening on a port chosen before it starts, with its public URL on that port:
+    /// a browser sends `Origin` with its form posts, and the cross-site rule compares it with
+    /// the public URL.
+    pub async fn browser_app(self) -> TestApp {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        self.app_with(|c| {
+            c.listen = format!("127.0.0.1:{port}");
+            c.public_url = format!("http://127.0.0.1:{port}");
+        })
+        .await
+    }
+
     pub async fn app_with(self, tweak: impl FnOnce(&mut Config)) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = Config {

@@ -30,6 +30,7 @@ mod contacts;
 mod crash;
 mod cross_site;
 mod dashboard;
+mod dashboard_browser;
 mod domains;
 mod edge;
 mod errors;
