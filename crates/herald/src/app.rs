@@ -93,7 +93,11 @@ impl Application {
             Engine::with_retired_secrets(store.clone(), engine_settings, &secret, &retired)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
             .context("starting the password hashing threads and the OAuth HTTP client")?;
-        let router = herald_api::router(state);
+        let api = herald_api::router(state.clone());
+        // `POST /mcp` beside the API on the same listener; its tools call the API's router.
+        let mcp = herald_mcp::http::router(api.clone(), state, config.mcp_settings())
+            .context("building the MCP tools")?;
+        let router = mcp.merge(api);
         let listener = TcpListener::bind(&config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
