@@ -90,7 +90,11 @@ pub async fn run(opts: &Options) -> anyhow::Result<()> {
     let ratio = percentile(&mcp, 50) / percentile(&rest, 50).max(f64::EPSILON);
     println!(
         "p50 ratio MCP / REST: {ratio:.2}x (target <= {TARGET_RATIO}x: {})",
-        if ratio <= TARGET_RATIO { "met" } else { "MISSED" }
+        if ratio <= TARGET_RATIO {
+            "met"
+        } else {
+            "MISSED"
+        }
     );
     server.shutdown().await
 }

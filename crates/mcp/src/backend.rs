@@ -150,7 +150,10 @@ async fn remote(
         Refusal::new(
             503,
             "SERVER_UNREACHABLE",
-            format!("The Herald server at {base} stopped answering: {}", root_cause(&e)),
+            format!(
+                "The Herald server at {base} stopped answering: {}",
+                root_cause(&e)
+            ),
         )
     })?;
     Ok(Reply {

@@ -42,7 +42,11 @@ pub fn rest_call(spec: &ToolSpec, mut args: Map<String, Value>) -> Result<RestCa
             .ok_or_else(|| Refusal::field(name, format!("{name} is required"), "required"))?;
         let text = scalar(name, &value)?;
         if text.is_empty() {
-            return Err(Refusal::field(name, format!("{name} is required"), "required"));
+            return Err(Refusal::field(
+                name,
+                format!("{name} is required"),
+                "required",
+            ));
         }
         target.push_str(&utf8_percent_encode(&text, SEGMENT).to_string());
         target.push_str(rest);
@@ -129,7 +133,10 @@ mod tests {
 
     #[test]
     fn path_parameters_are_escaped_and_the_rest_is_the_body() {
-        let c = call("update_contact", json!({"id": "a/b c", "subscribed": false}));
+        let c = call(
+            "update_contact",
+            json!({"id": "a/b c", "subscribed": false}),
+        );
         assert_eq!(
             c,
             Ok(RestCall {
@@ -142,7 +149,10 @@ mod tests {
 
     #[test]
     fn reads_put_arguments_in_the_query_string() {
-        let c = call("list_contacts", json!({"search": "a&b", "limit": 5, "cursor": null}));
+        let c = call(
+            "list_contacts",
+            json!({"search": "a&b", "limit": 5, "cursor": null}),
+        );
         let Ok(c) = c else { panic!("{c:?}") };
         assert_eq!(c.target, "/contacts?limit=5&search=a%26b");
         assert_eq!(c.body, None);
@@ -165,6 +175,12 @@ mod tests {
     fn fixed_bodies_take_no_other_arguments() {
         let c = call("subscribe_contact", json!({"id": "x"}));
         assert_eq!(c.map(|c| c.body), Ok(Some(json!({"subscribed": true}))));
-        assert!(call("unsubscribe_contact", json!({"id": "x", "subscribed": true})).is_err());
+        assert!(
+            call(
+                "unsubscribe_contact",
+                json!({"id": "x", "subscribed": true})
+            )
+            .is_err()
+        );
     }
 }

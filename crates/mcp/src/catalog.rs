@@ -287,7 +287,7 @@ pub const TOOLS: &[ToolSpec] = &[
         "/segments",
         Write,
         "Create a segment from a filter over contact fields and events.",
-        r#"{"name": "Pro plan", "filters": {"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}}"#,
+        r#"{"name": "Pro plan", "filters": {"operator": "AND", "conditions": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}}"#,
     ),
     tool(
         "list_workflows",
@@ -369,9 +369,9 @@ pub const TOOLS: &[ToolSpec] = &[
         "GET",
         "/analytics/timeseries",
         Read,
-        "Daily counts of sent, delivered, opened, clicked, bounced and complained mail over a \
-         period.",
-        r#"{"days": 30}"#,
+        "Sent, delivered, opened, clicked and bounced mail per day or hour over [from, to) \
+         (default: the last 30 days by day, in UTC).",
+        r#"{"from": "2026-11-01T00:00:00Z", "interval": "day", "tz": "Europe/Paris"}"#,
     ),
 ];
 

@@ -78,17 +78,15 @@ pub async fn confirm(
             )),
         };
     }
-    Confirmation::Refuse(
-        Refusal::new(
-            428,
-            "CONFIRMATION_REQUIRED",
-            format!(
-                "{} needs the person's confirmation, and this client cannot ask for it (MCP \
+    Confirmation::Refuse(Refusal::new(
+        428,
+        "CONFIRMATION_REQUIRED",
+        format!(
+            "{} needs the person's confirmation, and this client cannot ask for it (MCP \
                  elicitation). The server operator can set HERALD_MCP_ALLOW_UNCONFIRMED=true.",
-                spec.name
-            ),
+            spec.name
         ),
-    )
+    ))
 }
 
 fn decide(result: &ElicitResult) -> Confirmation {
@@ -124,8 +122,8 @@ fn form(message: String) -> ElicitRequestParams {
     // A constant of the shape elicitation allows (an object of primitive properties): the
     // confirmation tests fail at once if it ever does not parse.
     #[allow(clippy::expect_used)]
-    let requested_schema: ElicitationSchema =
-        serde_json::from_value(schema).expect("the confirmation form is a valid elicitation schema");
+    let requested_schema: ElicitationSchema = serde_json::from_value(schema)
+        .expect("the confirmation form is a valid elicitation schema");
     ElicitRequestParams::FormElicitationParams {
         meta: None,
         message,

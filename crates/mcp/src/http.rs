@@ -42,7 +42,9 @@ pub fn router(
     Ok(axum::Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn_with_state(state, require_secret_key))
-        .layer(CatchPanicLayer::custom(herald_api::envelope::panic_response))
+        .layer(CatchPanicLayer::custom(
+            herald_api::envelope::panic_response,
+        ))
         .layer(middleware::from_fn(herald_api::metrics::track_requests))
         .layer(middleware::from_fn(herald_api::envelope::envelope)))
 }
@@ -56,7 +58,11 @@ async fn require_secret_key(State(state): State<AppState>, req: Request, next: N
 
 /// The public URL's host, and loopback.
 fn allowed_hosts(public_url: &str) -> Vec<String> {
-    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
     let authority = public_url
         .split_once("://")
         .map_or(public_url, |(_, rest)| rest)
@@ -84,7 +90,13 @@ mod tests {
             allowed_hosts("https://mail.example.com:8443/base"),
             ["localhost", "127.0.0.1", "::1", "mail.example.com"]
         );
-        assert_eq!(allowed_hosts("http://[::1]:8080"), ["localhost", "127.0.0.1", "::1"]);
-        assert_eq!(allowed_hosts("http://127.0.0.1:8080"), ["localhost", "127.0.0.1", "::1"]);
+        assert_eq!(
+            allowed_hosts("http://[::1]:8080"),
+            ["localhost", "127.0.0.1", "::1"]
+        );
+        assert_eq!(
+            allowed_hosts("http://127.0.0.1:8080"),
+            ["localhost", "127.0.0.1", "::1"]
+        );
     }
 }

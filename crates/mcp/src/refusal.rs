@@ -73,8 +73,7 @@ pub fn from_reply(status: u16, body: Value) -> CallToolResult {
             // structuredContent is an object: lists travel under `items`.
             other => json!({"items": other}),
         };
-        let mut result =
-            CallToolResult::success(vec![ContentBlock::text(structured.to_string())]);
+        let mut result = CallToolResult::success(vec![ContentBlock::text(structured.to_string())]);
         result.structured_content = Some(structured);
         return result;
     }
@@ -82,7 +81,12 @@ pub fn from_reply(status: u16, body: Value) -> CallToolResult {
         return error_result(body);
     }
     // Not an envelope (never expected from the API): keep the status visible.
-    Refusal::new(status, "UNEXPECTED_RESPONSE", format!("HTTP {status}: {body}")).into_result()
+    Refusal::new(
+        status,
+        "UNEXPECTED_RESPONSE",
+        format!("HTTP {status}: {body}"),
+    )
+    .into_result()
 }
 
 /// An `isError` result: the envelope as JSON text and as `structuredContent`.

@@ -21,7 +21,12 @@ pub fn input_schema(doc: &Value, spec: &ToolSpec) -> Result<Map<String, Value>, 
     let method = spec.method.to_ascii_lowercase();
     let op = doc
         .pointer(&format!("/paths/{}/{method}", pointer_escape(spec.path)))
-        .ok_or_else(|| format!("{} {} is not in the OpenAPI document", spec.method, spec.path))?;
+        .ok_or_else(|| {
+            format!(
+                "{} {} is not in the OpenAPI document",
+                spec.method, spec.path
+            )
+        })?;
     let mut properties = Map::new();
     let mut required: Vec<Value> = Vec::new();
     for p in op["parameters"].as_array().into_iter().flatten() {
@@ -59,7 +64,9 @@ pub fn input_schema(doc: &Value, spec: &ToolSpec) -> Result<Map<String, Value>, 
                 }
                 match only {
                     Some(fields) => required.extend(fields.iter().map(|f| json!(f))),
-                    None => required.extend(body["required"].as_array().into_iter().flatten().cloned()),
+                    None => {
+                        required.extend(body["required"].as_array().into_iter().flatten().cloned())
+                    }
                 }
             }
         }
@@ -103,7 +110,10 @@ fn object_variant(doc: &Value, schema: &Value) -> Value {
 }
 
 fn resolve(doc: &Value, schema: &Value) -> Value {
-    match schema["$ref"].as_str().and_then(|r| r.strip_prefix(COMPONENTS)) {
+    match schema["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix(COMPONENTS))
+    {
         Some(name) => doc["components"]["schemas"][name].clone(),
         None => schema.clone(),
     }
@@ -220,7 +230,11 @@ mod tests {
             rewrite(&mut Value::Object(schema.clone()), &mut BTreeSet::new());
             collect_defs(&Value::Object(schema.clone()), &mut refs);
             for name in refs {
-                assert!(schema["$defs"].get(&name).is_some(), "{}: {name}", spec.name);
+                assert!(
+                    schema["$defs"].get(&name).is_some(),
+                    "{}: {name}",
+                    spec.name
+                );
             }
         }
     }

@@ -228,8 +228,10 @@ pub async fn secret_key_project(
     headers: &HeaderMap,
 ) -> Result<Arc<Project>, ApiError> {
     let Some(auth) = headers.get(header::AUTHORIZATION) else {
-        return Err(ApiError::unauthorized("MISSING_AUTH", "Authentication required")
-            .with_suggestion("Send Authorization: Bearer <secret key>"));
+        return Err(
+            ApiError::unauthorized("MISSING_AUTH", "Authentication required")
+                .with_suggestion("Send Authorization: Bearer <secret key>"),
+        );
     };
     let token = auth
         .to_str()
@@ -245,7 +247,9 @@ pub async fn secret_key_project(
     }
     let mut parts = axum::http::Request::new(()).into_parts().0;
     parts.extensions.insert(resolve_key(state, token).await?);
-    ProjectAuth::from_request_parts(&mut parts, &()).await.map(|a| a.project)
+    ProjectAuth::from_request_parts(&mut parts, &())
+        .await
+        .map(|a| a.project)
 }
 
 async fn resolve_key(state: &AppState, token: &str) -> Result<Principal, ApiError> {

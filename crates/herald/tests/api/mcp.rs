@@ -71,7 +71,11 @@ async fn tools_are_listed_with_schemas_from_the_api(engine: Engine) {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, NAMES);
 
-    let doc = expect_json(app.call(Method::GET, "/openapi.json", None, None).await, 200).await;
+    let doc = expect_json(
+        app.call(Method::GET, "/openapi.json", None, None).await,
+        200,
+    )
+    .await;
     let tool = |name: &str| {
         let t = tools.iter().find(|t| t.name == name).unwrap();
         Value::Object((*t.input_schema).clone())
@@ -85,14 +89,22 @@ async fn tools_are_listed_with_schemas_from_the_api(engine: Engine) {
     assert_eq!(create["required"], upsert["required"]);
     // Query parameters carry the limits the route documents.
     let list = tool("list_contacts");
-    let params = doc["paths"]["/contacts"]["get"]["parameters"].as_array().unwrap();
+    let params = doc["paths"]["/contacts"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
     let limit = params.iter().find(|p| p["name"] == "limit").unwrap();
-    assert_eq!(list["properties"]["limit"]["maximum"], limit["schema"]["maximum"]);
+    assert_eq!(
+        list["properties"]["limit"]["maximum"],
+        limit["schema"]["maximum"]
+    );
     assert_eq!(tool("update_contact")["required"], json!(["id"]));
     // Descriptions say what, the limits and an example.
     let send = tools.iter().find(|t| t.name == "send_email").unwrap();
     let text = send.description.as_deref().unwrap();
-    assert!(text.contains("50 recipients") && text.contains("Example"), "{text}");
+    assert!(
+        text.contains("50 recipients") && text.contains("Example"),
+        "{text}"
+    );
     assert_eq!(
         send.annotations.as_ref().and_then(|a| a.destructive_hint),
         Some(true)
@@ -121,14 +133,24 @@ async fn contacts_round_trip_is_seen_through_rest(engine: Engine) {
     let by_id = ok(&client, "get_contact", json!({"id": id})).await;
     assert_eq!(by_id["email"], "ada@example.com");
 
-    ok(&client, "update_contact", json!({"id": id, "data": {"plan": "team"}})).await;
+    ok(
+        &client,
+        "update_contact",
+        json!({"id": id, "data": {"plan": "team"}}),
+    )
+    .await;
     ok(&client, "unsubscribe_contact", json!({"id": id})).await;
     let rest = expect_json(app.get(&format!("/contacts/{id}"), sk).await, 200).await;
     assert_eq!(rest["data"]["plan"], "team");
     assert_eq!(rest["subscribed"], false);
     ok(&client, "subscribe_contact", json!({"id": id})).await;
 
-    let page = ok(&client, "list_contacts", json!({"search": "ada", "limit": 10})).await;
+    let page = ok(
+        &client,
+        "list_contacts",
+        json!({"search": "ada", "limit": 10}),
+    )
+    .await;
     let rest_page = expect_json(app.get("/contacts?search=ada&limit=10", sk).await, 200).await;
     assert_eq!(page, rest_page);
 
@@ -145,9 +167,19 @@ async fn contacts_round_trip_is_seen_through_rest(engine: Engine) {
 
     ok(&client, "delete_contact", json!({"id": id})).await;
     assert_eq!(client.service().questions(), 1);
-    expect_error(app.get(&format!("/contacts/{id}"), sk).await, 404, "CONTACT_NOT_FOUND").await;
-    refused(&client, "get_contact", json!({"email": "ada@example.com"}), "CONTACT_NOT_FOUND")
-        .await;
+    expect_error(
+        app.get(&format!("/contacts/{id}"), sk).await,
+        404,
+        "CONTACT_NOT_FOUND",
+    )
+    .await;
+    refused(
+        &client,
+        "get_contact",
+        json!({"email": "ada@example.com"}),
+        "CONTACT_NOT_FOUND",
+    )
+    .await;
 }
 
 async fn track_event_starts_a_workflow(engine: Engine) {
@@ -184,7 +216,12 @@ async fn track_event_starts_a_workflow(engine: Engine) {
         201,
     )
     .await;
-    let enabled = ok(&client, "set_workflow_enabled", json!({"id": wf, "enabled": true})).await;
+    let enabled = ok(
+        &client,
+        "set_workflow_enabled",
+        json!({"id": wf, "enabled": true}),
+    )
+    .await;
     assert_eq!(enabled["enabled"], true);
 
     let tracked = ok(
@@ -197,7 +234,11 @@ async fn track_event_starts_a_workflow(engine: Engine) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let runs = ok(&client, "list_workflow_executions", json!({"id": wf})).await;
-        let rest = expect_json(app.get(&format!("/workflows/{wf}/executions"), sk).await, 200).await;
+        let rest = expect_json(
+            app.get(&format!("/workflows/{wf}/executions"), sk).await,
+            200,
+        )
+        .await;
         assert_eq!(runs, rest);
         if runs["executions"]
             .as_array()
@@ -237,7 +278,11 @@ async fn send_email_asks_for_confirmation(engine: Engine) {
     let declining = http(&app, sk, Person::declining()).await;
     refused(&declining, "send_email", mail(), "CONFIRMATION_DECLINED").await;
     assert_eq!(declining.service().questions(), 1);
-    assert_eq!(total(&emails(&app, sk).await), 0, "nothing sent when declined");
+    assert_eq!(
+        total(&emails(&app, sk).await),
+        0,
+        "nothing sent when declined"
+    );
 
     let approving = http(&app, sk, Person::approving()).await;
     let sent = ok(&approving, "send_email", mail()).await;
@@ -276,18 +321,24 @@ async fn read_only_mode_lists_and_runs_only_reads(engine: Engine) {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert!(names.contains(&"list_contacts") && names.contains(&"get_analytics"));
-    for write in ["create_contact", "send_email", "delete_contact", "track_event", "check_domain"] {
+    for write in [
+        "create_contact",
+        "send_email",
+        "delete_contact",
+        "track_event",
+        "check_domain",
+    ] {
         assert!(!names.contains(&write), "{write} offered in read-only mode");
         let err = call(&client, write, json!({"email": "ada@example.com"}))
             .await
             .expect_err("a write tool is not offered");
         assert!(err.to_string().contains("Unknown tool"), "{err}");
     }
-    assert!(tools.iter().all(|t| t
-        .annotations
-        .as_ref()
-        .and_then(|a| a.read_only_hint)
-        == Some(true)));
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true))
+    );
     let page = ok(&client, "list_contacts", json!({})).await;
     assert_eq!(page["data"], json!([]));
     let rest = expect_json(app.get("/contacts", &p.secret_key).await, 200).await;
@@ -303,15 +354,41 @@ async fn a_key_never_reaches_another_project(engine: Engine) {
         .await;
     let id = contact["id"].as_str().unwrap();
     let client = http(&app, &b.secret_key, Person::approving()).await;
-    refused(&client, "get_contact", json!({"id": id}), "CONTACT_NOT_FOUND").await;
-    refused(&client, "get_contact", json!({"email": "ada@example.com"}), "CONTACT_NOT_FOUND")
-        .await;
-    refused(&client, "update_contact", json!({"id": id, "subscribed": false}), "CONTACT_NOT_FOUND")
-        .await;
-    refused(&client, "delete_contact", json!({"id": id}), "CONTACT_NOT_FOUND").await;
+    refused(
+        &client,
+        "get_contact",
+        json!({"id": id}),
+        "CONTACT_NOT_FOUND",
+    )
+    .await;
+    refused(
+        &client,
+        "get_contact",
+        json!({"email": "ada@example.com"}),
+        "CONTACT_NOT_FOUND",
+    )
+    .await;
+    refused(
+        &client,
+        "update_contact",
+        json!({"id": id, "subscribed": false}),
+        "CONTACT_NOT_FOUND",
+    )
+    .await;
+    refused(
+        &client,
+        "delete_contact",
+        json!({"id": id}),
+        "CONTACT_NOT_FOUND",
+    )
+    .await;
     let page = ok(&client, "list_contacts", json!({})).await;
     assert_eq!(page["data"], json!([]));
-    let still = expect_json(app.get(&format!("/contacts/{id}"), &a.secret_key).await, 200).await;
+    let still = expect_json(
+        app.get(&format!("/contacts/{id}"), &a.secret_key).await,
+        200,
+    )
+    .await;
     assert_eq!(still["subscribed"], true);
 }
 
@@ -320,17 +397,52 @@ async fn bad_arguments_are_tool_errors(engine: Engine) {
     let p = app.project().await;
     let client = http(&app, &p.secret_key, ()).await;
     // Wrong types: the route's own 422 with the field.
-    let e = refused(&client, "create_contact", json!({"email": 42}), "VALIDATION_ERROR").await;
+    let e = refused(
+        &client,
+        "create_contact",
+        json!({"email": 42}),
+        "VALIDATION_ERROR",
+    )
+    .await;
     assert_eq!(e["error"]["errors"][0]["field"], "email", "{e}");
-    let e = refused(&client, "list_contacts", json!({"limit": "lots"}), "VALIDATION_ERROR").await;
+    let e = refused(
+        &client,
+        "list_contacts",
+        json!({"limit": "lots"}),
+        "VALIDATION_ERROR",
+    )
+    .await;
     assert!(e.to_string().contains("limit"), "{e}");
-    refused(&client, "list_contacts", json!({"limit": 101}), "VALIDATION_ERROR").await;
-    refused(&client, "get_template", json!({"id": {"nested": 1}}), "VALIDATION_ERROR").await;
+    refused(
+        &client,
+        "list_contacts",
+        json!({"limit": 101}),
+        "VALIDATION_ERROR",
+    )
+    .await;
+    refused(
+        &client,
+        "get_template",
+        json!({"id": {"nested": 1}}),
+        "VALIDATION_ERROR",
+    )
+    .await;
     refused(&client, "get_template", json!({}), "VALIDATION_ERROR").await;
-    refused(&client, "get_template", json!({"id": "not-an-id"}), "TEMPLATE_NOT_FOUND").await;
+    refused(
+        &client,
+        "get_template",
+        json!({"id": "not-an-id"}),
+        "TEMPLATE_NOT_FOUND",
+    )
+    .await;
     // An unknown tool is the protocol's invalid-params error.
-    let err = call(&client, "drop_project", json!({})).await.expect_err("unknown tool");
-    assert!(err.to_string().contains("Unknown tool: drop_project"), "{err}");
+    let err = call(&client, "drop_project", json!({}))
+        .await
+        .expect_err("unknown tool");
+    assert!(
+        err.to_string().contains("Unknown tool: drop_project"),
+        "{err}"
+    );
     // The connection still serves.
     ok(&client, "list_segments", json!({})).await;
 }
@@ -371,7 +483,12 @@ async fn the_endpoint_refuses_bad_requests(engine: Engine) {
     let sk = p.secret_key.as_str();
 
     // Keys: none, a public key, a wrong secret key: the API's 401 envelope.
-    expect_error(post_mcp(&app, None, initialize()).await, 401, "MISSING_AUTH").await;
+    expect_error(
+        post_mcp(&app, None, initialize()).await,
+        401,
+        "MISSING_AUTH",
+    )
+    .await;
     expect_error(
         post_mcp(&app, Some(&p.public_key), initialize()).await,
         401,
@@ -379,7 +496,12 @@ async fn the_endpoint_refuses_bad_requests(engine: Engine) {
     )
     .await;
     let wrong = format!("sk_{}", "0".repeat(sk.len() - 3));
-    expect_error(post_mcp(&app, Some(&wrong), initialize()).await, 401, "INVALID_API_KEY").await;
+    expect_error(
+        post_mcp(&app, Some(&wrong), initialize()).await,
+        401,
+        "INVALID_API_KEY",
+    )
+    .await;
     let fine = post_mcp(&app, Some(sk), initialize()).await;
     assert_eq!(fine.status(), 200);
     let fine: Value = fine.json().await.unwrap();
@@ -400,7 +522,12 @@ async fn the_endpoint_refuses_bad_requests(engine: Engine) {
     assert!(foreign.status().is_client_error(), "{}", foreign.status());
 
     // Not JSON: the protocol's parse error, never a 500.
-    let broken = post_mcp(&app, Some(sk), b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"meth".to_vec()).await;
+    let broken = post_mcp(
+        &app,
+        Some(sk),
+        b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"meth".to_vec(),
+    )
+    .await;
     let status = broken.status();
     assert!(status.is_client_error(), "{status}");
     let text = broken.text().await.unwrap();

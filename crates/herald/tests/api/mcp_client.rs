@@ -78,11 +78,18 @@ impl ClientHandler for Person {
 }
 
 /// rmcp's client over Streamable HTTP to the app's `/mcp` with `key`.
-pub async fn http<H: ClientHandler>(app: &TestApp, key: &str, handler: H) -> RunningService<RoleClient, H> {
+pub async fn http<H: ClientHandler>(
+    app: &TestApp,
+    key: &str,
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(app.url("/mcp")).auth_header(key),
     );
-    handler.serve(transport).await.expect("MCP client connects over HTTP")
+    handler
+        .serve(transport)
+        .await
+        .expect("MCP client connects over HTTP")
 }
 
 /// rmcp's client over stdio to `herald mcp` forwarding to `url` with `key`.
@@ -102,7 +109,10 @@ pub async fn stdio<H: ClientHandler>(
         }
     });
     let transport = TokioChildProcess::new(command).expect("spawn herald mcp");
-    handler.serve(transport).await.expect("MCP client connects over stdio")
+    handler
+        .serve(transport)
+        .await
+        .expect("MCP client connects over stdio")
 }
 
 /// `tools/call` with JSON arguments.
@@ -127,10 +137,20 @@ pub async fn ok<H: ClientHandler>(
         .await
         .unwrap_or_else(|e| panic!("{tool} {args}: {e}"));
     assert_ne!(result.is_error, Some(true), "{tool} {args}: {result:?}");
-    let structured = result.structured_content.clone().expect("structuredContent");
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
     // The text content is the same JSON.
-    let text = result.content[0].as_text().expect("text content").text.clone();
-    assert_eq!(serde_json::from_str::<Value>(&text).ok(), Some(structured.clone()));
+    let text = result.content[0]
+        .as_text()
+        .expect("text content")
+        .text
+        .clone();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).ok(),
+        Some(structured.clone())
+    );
     structured
 }
 
@@ -146,7 +166,11 @@ pub async fn refused<H: ClientHandler>(
         .await
         .unwrap_or_else(|e| panic!("{tool} {args}: protocol error {e}"));
     assert_eq!(result.is_error, Some(true), "{tool} {args}: {result:?}");
-    let text = result.content[0].as_text().expect("text content").text.clone();
+    let text = result.content[0]
+        .as_text()
+        .expect("text content")
+        .text
+        .clone();
     let envelope: Value = serde_json::from_str(&text).expect("the text is the error envelope");
     assert_eq!(envelope["error"]["code"], code, "{tool} {args}: {envelope}");
     assert!(envelope["error"]["message"].is_string(), "{envelope}");

@@ -68,7 +68,10 @@ async fn the_python_sdk_lists_calls_and_confirms(engine: Engine) {
     );
     let seen: Value = serde_json::from_slice(&out.stdout).expect("smoke.py prints JSON");
     assert_eq!(seen["tools"].as_array().unwrap().len(), 35, "{seen}");
-    assert_eq!(seen["create_contact_required"], serde_json::json!(["email"]));
+    assert_eq!(
+        seen["create_contact_required"],
+        serde_json::json!(["email"])
+    );
     assert_eq!(seen["created"]["email"], "py@example.com");
     assert_eq!(seen["listed"], serde_json::json!(["py@example.com"]));
     assert_eq!(seen["bad_is_error"], true);
@@ -77,7 +80,11 @@ async fn the_python_sdk_lists_calls_and_confirms(engine: Engine) {
     assert_eq!(seen["confirmed_is_error"], false, "{seen}");
 
     let id = seen["created"]["id"].as_str().unwrap();
-    let rest = expect_json(app.get(&format!("/contacts/{id}"), &p.secret_key).await, 200).await;
+    let rest = expect_json(
+        app.get(&format!("/contacts/{id}"), &p.secret_key).await,
+        200,
+    )
+    .await;
     assert_eq!(rest["data"]["source"], "python");
     let emails = expect_json(app.get("/emails", &p.secret_key).await, 200).await;
     assert_eq!(emails["data"].as_array().unwrap().len(), 1, "{emails}");

@@ -21,11 +21,25 @@ async fn the_bridge_lists_tools_and_round_trips_contacts(engine: Engine) {
     let client = stdio(&app.base, Some(&p.secret_key), ()).await;
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 35);
-    let created = ok(&client, "create_contact", json!({"email": "ada@example.com"})).await;
+    let created = ok(
+        &client,
+        "create_contact",
+        json!({"email": "ada@example.com"}),
+    )
+    .await;
     let id = created["id"].as_str().unwrap();
-    let rest = expect_json(app.get(&format!("/contacts/{id}"), &p.secret_key).await, 200).await;
+    let rest = expect_json(
+        app.get(&format!("/contacts/{id}"), &p.secret_key).await,
+        200,
+    )
+    .await;
     assert_eq!(rest["email"], "ada@example.com");
-    ok(&client, "update_contact", json!({"id": id, "data": {"plan": "pro"}})).await;
+    ok(
+        &client,
+        "update_contact",
+        json!({"id": id, "data": {"plan": "pro"}}),
+    )
+    .await;
     let read = ok(&client, "get_contact", json!({"email": "ada@example.com"})).await;
     assert_eq!(read["data"]["plan"], "pro");
     client.cancel().await.unwrap();
@@ -46,7 +60,13 @@ async fn the_bridge_lists_tools_and_round_trips_contacts(engine: Engine) {
     let down = stdio("http://127.0.0.1:9", Some(&p.secret_key), ()).await;
     let e = refused(&down, "list_contacts", json!({}), "SERVER_UNREACHABLE").await;
     assert!(e.to_string().contains("127.0.0.1:9"), "{e}");
-    refused(&down, "get_contact", json!({"id": id}), "SERVER_UNREACHABLE").await;
+    refused(
+        &down,
+        "get_contact",
+        json!({"id": id}),
+        "SERVER_UNREACHABLE",
+    )
+    .await;
     assert_eq!(down.list_all_tools().await.unwrap().len(), 35);
     down.cancel().await.unwrap();
 }
