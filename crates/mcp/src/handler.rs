@@ -6,7 +6,8 @@ use std::sync::Arc;
 use axum::http::request::Parts;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -127,7 +128,9 @@ fn describe(spec: &ToolSpec, doc: &Value, schema: Map<String, Value>) -> Tool {
 
 impl ServerHandler for HeraldTools {
     fn get_info(&self) -> ServerConfig {
+        // The newest protocol (stateless confirmation round trips); older clients negotiate down.
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(ProtocolVersion::LATEST)
             .with_server_info(Implementation::new("herald", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Herald: contacts, templates, campaigns, segments, workflows and transactional \

@@ -112,7 +112,8 @@ async fn tools_are_listed_with_schemas_from_the_api(engine: Engine) {
 }
 
 async fn contacts_round_trip_is_seen_through_rest(engine: Engine) {
-    let app = engine.app().await;
+    // Confirmation over HTTP is covered by send_email_over_http_needs_confirmation.
+    let app = engine.app_with(|c| c.mcp_allow_unconfirmed = true).await;
     let p = app.project().await;
     let sk = &p.secret_key;
     let client = http(&app, sk, Person::approving()).await;
@@ -155,7 +156,7 @@ async fn contacts_round_trip_is_seen_through_rest(engine: Engine) {
     assert_eq!(page, rest_page);
 
     // The activity entries the REST route writes are there for MCP calls too.
-    let events = expect_json(app.get(&format!("/events?contactId={id}"), sk).await, 200).await;
+    let events = expect_json(app.get(&format!("/events/contact/{id}"), sk).await, 200).await;
     let names: Vec<&str> = events["events"]
         .as_array()
         .unwrap()
@@ -166,7 +167,6 @@ async fn contacts_round_trip_is_seen_through_rest(engine: Engine) {
     assert!(names.contains(&"contact.subscribed"), "{events}");
 
     ok(&client, "delete_contact", json!({"id": id})).await;
-    assert_eq!(client.service().questions(), 1);
     expect_error(
         app.get(&format!("/contacts/{id}"), sk).await,
         404,
@@ -270,27 +270,20 @@ fn mail() -> Value {
     })
 }
 
+/// Over stateless HTTP, rmcp's client negotiates a protocol older than 2026-07-28, where the
+/// server cannot ask in the middle of a call: even a client that offers elicitation is refused
+/// with CONFIRMATION_REQUIRED and nothing is sent (stdio asks: mcp_stdio.rs).
 async fn send_email_asks_for_confirmation(engine: Engine) {
     let app = engine.app().await;
     let p = outbox_project(&app).await;
     let sk = &p.secret_key;
-
-    let declining = http(&app, sk, Person::declining()).await;
-    refused(&declining, "send_email", mail(), "CONFIRMATION_DECLINED").await;
-    assert_eq!(declining.service().questions(), 1);
+    let person = http(&app, sk, Person::approving()).await;
+    refused(&person, "send_email", mail(), "CONFIRMATION_REQUIRED").await;
     assert_eq!(
         total(&emails(&app, sk).await),
         0,
-        "nothing sent when declined"
+        "nothing sent unconfirmed"
     );
-
-    let approving = http(&app, sk, Person::approving()).await;
-    let sent = ok(&approving, "send_email", mail()).await;
-    assert_eq!(approving.service().questions(), 1);
-    assert_eq!(sent["success"], true, "{sent}");
-    let list = emails(&app, sk).await;
-    assert_eq!(total(&list), 1, "{list}");
-    assert_eq!(list["data"][0]["subject"], "Welcome");
 }
 
 async fn send_email_without_a_client_that_can_ask(engine: Engine) {
@@ -346,7 +339,7 @@ async fn read_only_mode_lists_and_runs_only_reads(engine: Engine) {
 }
 
 async fn a_key_never_reaches_another_project(engine: Engine) {
-    let app = engine.app().await;
+    let app = engine.app_with(|c| c.mcp_allow_unconfirmed = true).await;
     let a = app.project().await;
     let b = app.project().await;
     let contact = app
