@@ -36,6 +36,9 @@
 //! contacts (default 1,000,000) and prints rows/s; `analytics` times `/analytics/timeseries`
 //! over 30 days of `count` sends (default 1,000,000) (both in `imports.rs`).
 //!
+//! `mcp` compares `list_contacts` through `POST /mcp` with `GET /contacts` on `count`
+//! contacts (default 1,000), alternated, and prints the p50 ratio (target <= 1.3x).
+//!
 //! `memory` prints the RSS through a 128-way login flood and through `count` (default 2,000)
 //! `/v1/send` requests with a 5 MB attachment at `concurrency` (default 16) in flight, and
 //! 30 s after each; then the peak RSS of a node (the `herald` binary in a process of its own)
@@ -48,6 +51,7 @@ mod child;
 mod contacts;
 mod imports;
 mod load;
+mod mcp;
 mod memory;
 mod pg_seed;
 mod segments;
@@ -61,7 +65,7 @@ mod wrk;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp|mcp [--count N] [--concurrency N] [--fields N] \
      [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://... [--postgres-only]]";
 
 #[derive(Debug)]
@@ -90,7 +94,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
     let bench = match args.next().as_deref() {
         Some(
             b @ ("contacts" | "send" | "memory" | "track" | "segments" | "campaign" | "import"
-            | "analytics" | "workflows" | "smtp"),
+            | "analytics" | "workflows" | "smtp" | "mcp"),
         ) => b.to_owned(),
         None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
@@ -101,6 +105,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
             "memory" => 2_000,
             "segments" | "campaign" => 1_000_000,
             "workflows" => 100_000,
+            "mcp" => 1_000,
             _ => 100_000,
         },
         concurrency: if bench == "memory" { 16 } else { 32 },
@@ -255,6 +260,7 @@ async fn run() -> anyhow::Result<()> {
         }
         "import" => imports::import(&opts).await,
         "workflows" => workflows::run(opts.count).await,
+        "mcp" => mcp::run(&opts).await,
         "analytics" => imports::analytics(&opts).await,
         _ => contacts::contacts(&opts).await,
     }

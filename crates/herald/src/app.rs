@@ -97,9 +97,13 @@ impl Application {
             Engine::with_retired_secrets(store.clone(), engine_settings, &secret, &retired)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
             .context("starting the password hashing threads and the OAuth HTTP client")?;
-        // A worker node answers /health and /metrics only (config/role.rs).
+        // A worker node answers /health and /metrics only (config/role.rs). Elsewhere `POST
+        // /mcp` sits beside the API and the dashboard; its tools call the API's router.
         let router = if config.role.serves_api() {
-            herald_api::router_with(state, herald_web::router())
+            let api = herald_api::router(state.clone());
+            let mcp = herald_mcp::http::router(api, state.clone(), config.mcp_settings())
+                .context("building the MCP tools")?;
+            mcp.merge(herald_api::router_with(state, herald_web::router()))
         } else {
             herald_api::worker_router(state)
         };

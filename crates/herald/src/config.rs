@@ -112,6 +112,11 @@ pub struct Config {
     pub max_connections: usize,
     /// Bearer token that `GET /metrics` requires; unset (or `off`) disables the endpoint.
     pub metrics_token: Option<String>,
+    /// MCP (`POST /mcp`, `herald mcp`): offer only the tools that change nothing.
+    pub mcp_read_only: bool,
+    /// MCP: run the tools that send mail or delete without the person's confirmation when the
+    /// client cannot ask for it (docs/mcp.md "Safety").
+    pub mcp_allow_unconfirmed: bool,
     /// `text` (default) or `json` (one JSON object per line) log output.
     pub log_format: LogFormat,
     /// Days a message's body and attachments are kept (0 = forever); metadata and history stay.
@@ -290,6 +295,8 @@ impl Default for Config {
             idle_timeout_secs: 15.0,
             max_connections: 4096,
             metrics_token: None,
+            mcp_read_only: false,
+            mcp_allow_unconfirmed: false,
             log_format: LogFormat::Text,
             retention_days: 30,
             password_hash_threads: 0,
@@ -423,6 +430,14 @@ impl Config {
             };
         }
         self
+    }
+
+    /// The MCP server's settings.
+    pub fn mcp_settings(&self) -> herald_mcp::McpSettings {
+        herald_mcp::McpSettings {
+            read_only: self.mcp_read_only,
+            allow_unconfirmed: self.mcp_allow_unconfirmed,
+        }
     }
 
     /// The server loop's timeouts and connection cap.

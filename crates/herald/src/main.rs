@@ -1,4 +1,4 @@
-//! `herald serve | migrate | config | rotate-secret | outbox`.
+//! `herald serve | migrate | config | rotate-secret | outbox | mcp`.
 
 use std::path::PathBuf;
 
@@ -44,6 +44,10 @@ enum Command {
         #[arg(long)]
         drop_retired: bool,
     },
+    /// The MCP server over stdio, for desktop AI clients (docs/mcp.md): forwards each tool
+    /// call to the Herald server at HERALD_URL (default http://127.0.0.1:8080) with the
+    /// project secret key in HERALD_API_KEY.
+    Mcp,
     /// List the messages kept by the local outbox transport, or print one (`--show ID`).
     Outbox {
         /// Print the raw message with this id.
@@ -66,6 +70,12 @@ async fn run() -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     match config.log_format {
+        // stdout carries the MCP protocol: logs go to stderr.
+        _ if matches!(cli.command, Command::Mcp) => tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_env_filter(filter)
+            .init(),
         // One JSON object per line: timestamp, level, target, fields and the span.
         LogFormat::Json => tracing_subscriber::fmt()
             .json()
@@ -131,6 +141,14 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::Outbox { show } => outbox(&config, show.as_deref())?,
+        Command::Mcp => {
+            let url = std::env::var("HERALD_URL")
+                .ok()
+                .filter(|u| !u.trim().is_empty())
+                .unwrap_or_else(|| "http://127.0.0.1:8080".into());
+            let key = std::env::var("HERALD_API_KEY").ok();
+            herald_mcp::stdio::run(&url, key, config.mcp_settings()).await?;
+        }
     }
     Ok(())
 }

@@ -220,6 +220,38 @@ async fn live_session(state: &AppState, token: &str) -> Result<Option<(Uuid, Str
     Ok(live.then_some((user, sid)))
 }
 
+/// The project of a secret key in `Authorization: Bearer`, for a service mounted beside the
+/// API (the MCP endpoint): exactly what [`ProjectAuth`] accepts from a key, so a public key, a
+/// wrong key or none is the same 401 as on the API. Sessions are not accepted here.
+pub async fn secret_key_project(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Arc<Project>, ApiError> {
+    let Some(auth) = headers.get(header::AUTHORIZATION) else {
+        return Err(
+            ApiError::unauthorized("MISSING_AUTH", "Authentication required")
+                .with_suggestion("Send Authorization: Bearer <secret key>"),
+        );
+    };
+    let token = auth
+        .to_str()
+        .ok()
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .unwrap_or("");
+    if !keys::looks_like_key(token, "sk_") && !keys::looks_like_key(token, "pk_") {
+        return Err(ApiError::unauthorized("INVALID_API_KEY", "Invalid API key"));
+    }
+    let mut parts = axum::http::Request::new(()).into_parts().0;
+    parts.extensions.insert(resolve_key(state, token).await?);
+    ProjectAuth::from_request_parts(&mut parts, &())
+        .await
+        .map(|a| a.project)
+}
+
 async fn resolve_key(state: &AppState, token: &str) -> Result<Principal, ApiError> {
     let invalid =
         || Principal::Invalid(ApiError::unauthorized("INVALID_API_KEY", "Invalid API key"));

@@ -24,7 +24,7 @@ use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(add_domain))
+        .routes(routes!(add_domain, own_domains))
         .routes(routes!(list_domains))
         .routes(routes!(verify_domain))
         .routes(routes!(delete_domain))
@@ -265,6 +265,19 @@ async fn list_domains(
     let project = parse_id(&project_id).ok_or_else(not_found)?;
     let scope = auth.access(&state, project).await?.ok_or_else(not_found)?;
     let views = state.engine.project_domains(scope.id()).await?;
+    Ok(Json(views.into_iter().map(DomainResponse::from).collect()))
+}
+
+/// The domains of the caller's project (a secret key, or a session with `X-Project-Id`): the
+/// same list as `GET /domains/project/{projectId}` without naming the project (the MCP tool
+/// `list_domains` and the stdio bridge know only the key).
+#[utoipa::path(get, path = "/domains", tag = "domains",
+    responses((status = 200, body = Vec<DomainResponse>)))]
+async fn own_domains(
+    State(state): State<AppState>,
+    auth: ProjectAuth,
+) -> ApiResult<Json<Vec<DomainResponse>>> {
+    let views = state.engine.project_domains(auth.id()).await?;
     Ok(Json(views.into_iter().map(DomainResponse::from).collect()))
 }
 
