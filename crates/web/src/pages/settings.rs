@@ -52,6 +52,15 @@ pub struct MemberRow {
 }
 
 /// The options of a role or mode `<select>`: each value and whether it is `current`.
+/// A tracking mode in words, for the select.
+fn tracking_words(mode: TrackingMode) -> &'static str {
+    match mode {
+        TrackingMode::Enabled => "On for all mail",
+        TrackingMode::Disabled => "Off",
+        TrackingMode::MarketingOnly => "Marketing mail only",
+    }
+}
+
 fn options(all: impl Iterator<Item = &'static str>, current: &str) -> Vec<(&'static str, bool)> {
     all.map(|v| (v, v == current)).collect()
 }
@@ -70,7 +79,8 @@ struct SettingsPage {
     notice: Option<String>,
     // General
     name: String,
-    tracking: Vec<(&'static str, bool)>,
+    /// (value, words, chosen).
+    tracking: Vec<(&'static str, &'static str, bool)>,
     language: String,
     // Keys
     public_key: String,
@@ -179,10 +189,13 @@ async fn render(
             errors: edit.errors,
             notice,
             name: field("name", p.name.clone()),
-            tracking: options(
-                TrackingMode::ALL.iter().map(|t| t.as_str()),
-                &field("tracking", p.tracking.as_str().to_owned()),
-            ),
+            tracking: {
+                let current = field("tracking", p.tracking.as_str().to_owned());
+                TrackingMode::ALL
+                    .iter()
+                    .map(|t| (t.as_str(), tracking_words(*t), t.as_str() == current))
+                    .collect()
+            },
             language: field("language", p.language.clone()),
             public_key: p.public_key.clone(),
             secret_prefix: p.secret_key_prefix.clone(),
