@@ -263,6 +263,23 @@ pub struct ContactPage {
     pub has_more: bool,
 }
 
+/// Binds a [`ContactFilter`]'s values in the order of its condition.
+macro_rules! bind_filter {
+    ($query:expr, $filter:expr) => {{
+        let mut query = $query;
+        if let Some(b) = $filter.before {
+            query = query.bind(b);
+        }
+        if let Some(p) = &$filter.pattern {
+            query = query.bind(p.clone());
+        }
+        if let Some(s) = $filter.subscribed {
+            query = query.bind(s);
+        }
+        query
+    }};
+}
+
 impl Store {
     /// Upserts in a transaction of its own.
     pub async fn upsert_contact(&self, req: &ContactUpsert<'_>) -> StoreResult<UpsertOutcome> {
@@ -330,39 +347,18 @@ impl Store {
         search: Option<&str>,
         subscribed: Option<bool>,
     ) -> StoreResult<ContactPage> {
-        // Conditions are added only when present: `($2 IS NULL OR id < $2)` would keep SQLite
-        // from seeking the (project_id, id) index to the cursor.
-        let pattern = search.map(crate::like::contains);
-        let mut cond = String::from("project_id = $1");
-        let mut n = 1;
-        if before.is_some() {
-            n += 1;
-            cond.push_str(&format!(" AND id < ${n}"));
-        }
-        if pattern.is_some() {
-            n += 1;
-            cond.push_str(&format!(" AND email LIKE ${n} ESCAPE '\\'"));
-        }
-        if subscribed.is_some() {
-            n += 1;
-            cond.push_str(&format!(" AND subscribed = ${n}"));
-        }
+        let filter = ContactFilter::new(before, search, subscribed);
+        let (cond, n) = filter.condition();
         let q = format!(
             "SELECT {COLUMNS} FROM contacts WHERE {cond} ORDER BY id DESC LIMIT ${}",
             n + 1
         );
         let rows: Vec<ContactRow> = db_read!(self, |pool| {
-            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
-            if let Some(b) = before {
-                query = query.bind(b);
-            }
-            if let Some(p) = &pattern {
-                query = query.bind(p.clone());
-            }
-            if let Some(s) = subscribed {
-                query = query.bind(s);
-            }
-            query.bind(i64::from(limit) + 1).fetch_all(pool).await?
+            let query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
+            bind_filter!(query, filter)
+                .bind(i64::from(limit) + 1)
+                .fetch_all(pool)
+                .await?
         });
         let has_more = rows.len() > limit as usize;
         let contacts = rows
@@ -380,27 +376,12 @@ impl Store {
         search: Option<&str>,
         subscribed: Option<bool>,
     ) -> StoreResult<i64> {
-        let pattern = search.map(crate::like::contains);
-        let mut cond = String::from("project_id = $1");
-        let mut n = 1;
-        if pattern.is_some() {
-            n += 1;
-            cond.push_str(&format!(" AND email LIKE ${n} ESCAPE '\\'"));
-        }
-        if subscribed.is_some() {
-            n += 1;
-            cond.push_str(&format!(" AND subscribed = ${n}"));
-        }
+        let filter = ContactFilter::new(None, search, subscribed);
+        let (cond, _) = filter.condition();
         let q = format!("SELECT count(*) FROM contacts WHERE {cond}");
         let (count,): (i64,) = db_read!(self, |pool| {
-            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
-            if let Some(p) = &pattern {
-                query = query.bind(p.clone());
-            }
-            if let Some(s) = subscribed {
-                query = query.bind(s);
-            }
-            query.fetch_one(pool).await?
+            let query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
+            bind_filter!(query, filter).fetch_one(pool).await?
         });
         Ok(count)
     }
@@ -426,5 +407,43 @@ impl Store {
                 .fetch_all(pool)
                 .await?
         }))
+    }
+}
+
+/// The optional conditions of a contact listing or count, after `project_id = $1`. A condition
+/// is written only when present: `($2 IS NULL OR id < $2)` would keep SQLite from seeking the
+/// (project_id, id) index to the cursor.
+struct ContactFilter {
+    before: Option<Uuid>,
+    pattern: Option<String>,
+    subscribed: Option<bool>,
+}
+
+impl ContactFilter {
+    fn new(before: Option<Uuid>, search: Option<&str>, subscribed: Option<bool>) -> Self {
+        ContactFilter {
+            before,
+            pattern: search.map(crate::like::contains),
+            subscribed,
+        }
+    }
+
+    /// The WHERE condition and the number of its last parameter; [`bind_filter!`] binds the
+    /// values in the same order.
+    fn condition(&self) -> (String, usize) {
+        let mut cond = String::from("project_id = $1");
+        let mut n = 1;
+        let parts = [
+            (self.before.is_some(), "id < ", ""),
+            (self.pattern.is_some(), "email LIKE ", " ESCAPE '\\'"),
+            (self.subscribed.is_some(), "subscribed = ", ""),
+        ];
+        for (present, test, suffix) in parts {
+            if present {
+                n += 1;
+                cond.push_str(&format!(" AND {test}${n}{suffix}"));
+            }
+        }
+        (cond, n)
     }
 }
