@@ -146,16 +146,7 @@ async fn resolve(
     headers: &HeaderMap,
 ) -> Result<Principal, ApiError> {
     if let Some(auth) = headers.get(header::AUTHORIZATION) {
-        let token = auth
-            .to_str()
-            .ok()
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .unwrap_or("");
-        return resolve_key(state, token).await;
+        return resolve_key(state, bearer_token(auth)).await;
     }
     let Some(token) = headers
         .get(header::COOKIE)
@@ -233,15 +224,7 @@ pub async fn secret_key_project(
                 .with_suggestion("Send Authorization: Bearer <secret key>"),
         );
     };
-    let token = auth
-        .to_str()
-        .ok()
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim)
-        .unwrap_or("");
+    let token = bearer_token(auth);
     if !keys::looks_like_key(token, "sk_") && !keys::looks_like_key(token, "pk_") {
         return Err(ApiError::unauthorized("INVALID_API_KEY", "Invalid API key"));
     }
@@ -250,6 +233,18 @@ pub async fn secret_key_project(
     ProjectAuth::from_request_parts(&mut parts, &())
         .await
         .map(|a| a.project)
+}
+
+/// The token of an `Authorization: Bearer` header (either case of the scheme), or "".
+fn bearer_token(auth: &HeaderValue) -> &str {
+    auth.to_str()
+        .ok()
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .unwrap_or("")
 }
 
 async fn resolve_key(state: &AppState, token: &str) -> Result<Principal, ApiError> {
