@@ -77,9 +77,10 @@ pub const TOOLS: &[ToolSpec] = &[
         "GET",
         "/contacts",
         Read,
-        "List the project's contacts, newest first, filtered by `search` (email substring); \
-         at most 100 a page (`limit`), the next page through `cursor`.",
-        r#"{"search": "@example.com", "limit": 20}"#,
+        "List the project's contacts, newest first, filtered by `search` (email substring) \
+         and `subscribed` (true or false); at most 100 a page (`limit`), the next page \
+         through `cursor`.",
+        r#"{"search": "@example.com", "subscribed": true, "limit": 20}"#,
     ),
     shaped(
         tool(

@@ -97,6 +97,7 @@ async fn tools_are_listed_with_schemas_from_the_api(engine: Engine) {
         list["properties"]["limit"]["maximum"],
         limit["schema"]["maximum"]
     );
+    assert_eq!(list["properties"]["subscribed"]["type"], json!("boolean"));
     assert_eq!(tool("update_contact")["required"], json!(["id"]));
     // Descriptions say what, the limits and an example.
     let send = tools.iter().find(|t| t.name == "send_email").unwrap();
@@ -144,6 +145,19 @@ async fn contacts_round_trip_is_seen_through_rest(engine: Engine) {
     let rest = expect_json(app.get(&format!("/contacts/{id}"), sk).await, 200).await;
     assert_eq!(rest["data"]["plan"], "team");
     assert_eq!(rest["subscribed"], false);
+    // The subscribed filter is the route's own: the unsubscribed contact is the only match.
+    ok(
+        &client,
+        "create_contact",
+        json!({"email": "bob@example.com"}),
+    )
+    .await;
+    let unsubscribed = ok(&client, "list_contacts", json!({"subscribed": false})).await;
+    assert_eq!(
+        strings(&unsubscribed["data"], "email"),
+        ["ada@example.com"],
+        "{unsubscribed}"
+    );
     ok(&client, "subscribe_contact", json!({"id": id})).await;
 
     let page = ok(
@@ -157,12 +171,7 @@ async fn contacts_round_trip_is_seen_through_rest(engine: Engine) {
 
     // The activity entries the REST route writes are there for MCP calls too.
     let events = expect_json(app.get(&format!("/events/contact/{id}"), sk).await, 200).await;
-    let names: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["name"].as_str())
-        .collect();
+    let names = strings(&events["events"], "name");
     assert!(names.contains(&"contact.unsubscribed"), "{events}");
     assert!(names.contains(&"contact.subscribed"), "{events}");
 
@@ -259,6 +268,16 @@ async fn track_event_starts_a_workflow(engine: Engine) {
 
 async fn emails(app: &TestApp, key: &str) -> Value {
     expect_json(app.get("/emails", key).await, 200).await
+}
+
+/// The string `key` of each item of the array `items`.
+fn strings<'a>(items: &'a Value, key: &str) -> Vec<&'a str> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item[key].as_str())
+        .collect()
 }
 
 fn total(list: &Value) -> usize {
