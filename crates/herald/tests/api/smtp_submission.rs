@@ -29,6 +29,8 @@ both_engines!(
     store_failure_during_data_is_451_with_nothing_recorded,
     auth_needs_tls_when_a_certificate_is_configured,
     the_connection_cap_and_the_idle_timeout_hold,
+    a_thousand_idle_connections_leave_the_server_up,
+    an_eight_bit_body_without_8bitmime_arrives_intact,
 );
 both_engines_with_python!(python_smtplib_submits_a_message);
 
@@ -82,6 +84,14 @@ fn queued_id(text: &str) -> String {
 async fn emails(app: &TestApp, key: &str) -> Vec<Value> {
     let v = expect_json(app.get("/emails", key).await, 200).await;
     v["data"].as_array().cloned().unwrap_or_default()
+}
+
+/// [`message_bytes`] from the verified domain to `to`, ended; the final reply.
+async fn submit(c: &mut RawSmtp, subject: &str, to: &str) -> crate::smtp_client::Answer {
+    let mut data = message_bytes(subject);
+    data.extend_from_slice(b".\r\n");
+    c.transaction(&format!("hello@{DOMAIN}"), &[to], &data)
+        .await
 }
 
 fn message_bytes(subject: &str) -> Vec<u8> {
@@ -238,11 +248,7 @@ async fn refusals_get_their_codes_and_the_session_goes_on(engine: Engine) {
         "nothing refused was recorded"
     );
     // The session still works: a good message after the refusals.
-    let mut good = message_bytes("After refusals");
-    good.extend_from_slice(b".\r\n");
-    let a = c
-        .transaction(&format!("hello@{DOMAIN}"), &["ada@example.org"], &good)
-        .await;
+    let a = submit(&mut c, "After refusals", "ada@example.org").await;
     assert_eq!(a.code, 250, "{a:?}");
     wait_status(&w.app, sk, &queued_id(&a.text), &["SENT"], WAIT).await;
     // A line longer than the command limit, and more than 100 commands without MAIL.
@@ -383,11 +389,7 @@ async fn store_failure_during_data_is_451_with_nothing_recorded(engine: Engine) 
     };
     run_sql(&w.app, fault).await;
     let mut c = RawSmtp::login(w.app.submission.unwrap(), sk).await;
-    let mut data = message_bytes("Store down");
-    data.extend_from_slice(b".\r\n");
-    let a = c
-        .transaction(&format!("hello@{DOMAIN}"), &["fresh@example.org"], &data)
-        .await;
+    let a = submit(&mut c, "Store down", "fresh@example.org").await;
     assert_eq!((a.code, &a.text[..5]), (451, "4.3.0"), "{a:?}");
     let found = expect_json(
         w.app
@@ -410,9 +412,7 @@ async fn store_failure_during_data_is_451_with_nothing_recorded(engine: Engine) 
         Engine::Postgres => "DROP TRIGGER fail_messages ON messages",
     };
     run_sql(&w.app, &[drop]).await;
-    let a = c
-        .transaction(&format!("hello@{DOMAIN}"), &["fresh@example.org"], &data)
-        .await;
+    let a = submit(&mut c, "Store down", "fresh@example.org").await;
     assert_eq!(a.code, 250, "the client's retry goes through: {a:?}");
     wait_status(&w.app, sk, &queued_id(&a.text), &["SENT"], WAIT).await;
     assert_eq!(emails(&w.app, sk).await.len(), 1, "recorded once");
@@ -548,4 +548,79 @@ async fn the_connection_cap_and_the_idle_timeout_hold(engine: Engine) {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let mut c = RawSmtp::connect(addr).await;
     c.expect("NOOP", 250).await;
+}
+
+/// A thousand clients that connect and say nothing: the first `max_connections` (500 by
+/// default) are greeted, the rest told to come back later; all are dropped after the idle
+/// timeout, and then a client sends a message as usual.
+async fn a_thousand_idle_connections_leave_the_server_up(engine: Engine) {
+    let w = world(engine, |c| c.smtp_server_idle_timeout_secs = 2.0).await;
+    let addr = w.app.submission.unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        idle.push(tokio::io::BufReader::new(s));
+    }
+    let mut greeted = 0;
+    let mut turned_away = 0;
+    for r in &mut idle {
+        let mut line = String::new();
+        tokio::io::AsyncBufReadExt::read_line(r, &mut line)
+            .await
+            .unwrap();
+        match &line[..3] {
+            "220" => greeted += 1,
+            "421" => turned_away += 1,
+            _ => panic!("unexpected greeting {line:?}"),
+        }
+    }
+    assert_eq!((greeted, turned_away), (500, 500));
+    // Every idle client is closed once the idle timeout passes, which frees the slots.
+    for r in &mut idle {
+        let mut rest = Vec::new();
+        tokio::time::timeout(WAIT, tokio::io::AsyncReadExt::read_to_end(r, &mut rest))
+            .await
+            .expect("closed after the idle timeout")
+            .unwrap();
+    }
+    drop(idle);
+    let sk = &w.project.secret_key;
+    let mut c = RawSmtp::login(addr, sk).await;
+    let a = submit(&mut c, "After the crowd", "ada@example.org").await;
+    assert_eq!(a.code, 250, "{a:?}");
+    w.sink.wait_for(1, WAIT).await;
+}
+
+/// 8-bit bytes after a MAIL FROM without `BODY=8BITMIME` are taken as sent (as Postfix does
+/// by default): the UTF-8 body and a Latin-1 one arrive with their text intact.
+async fn an_eight_bit_body_without_8bitmime_arrives_intact(engine: Engine) {
+    let w = world(engine, |_| {}).await;
+    let sk = &w.project.secret_key;
+    let mut c = RawSmtp::login(w.app.submission.unwrap(), sk).await;
+    for (charset, body) in [
+        ("utf-8", "Gr\u{fc}\u{df}e aus K\u{f6}ln".as_bytes().to_vec()),
+        ("iso-8859-1", b"Gr\xfc\xdfe aus K\xf6ln".to_vec()),
+    ] {
+        let mut data = format!(
+            "From: hello@{DOMAIN}\r\nTo: ada@example.org\r\nSubject: {charset}\r\n\
+MIME-Version: 1.0\r\nContent-Type: text/plain; charset={charset}\r\n\r\n"
+        )
+        .into_bytes();
+        data.extend_from_slice(&body);
+        data.extend_from_slice(b"\r\n.\r\n");
+        let a = c
+            .transaction(&format!("hello@{DOMAIN}"), &["ada@example.org"], &data)
+            .await;
+        assert_eq!(a.code, 250, "{charset}: {a:?}");
+    }
+    let got = w.sink.wait_for(2, WAIT).await;
+    for m in &got {
+        let parsed = MessageParser::default().parse(&m.data).unwrap();
+        let subject = parsed.subject().unwrap_or_default().to_owned();
+        let text = parsed.body_text(0).unwrap();
+        assert!(
+            text.contains("Gr\u{fc}\u{df}e aus K\u{f6}ln"),
+            "{subject}: {text:?}"
+        );
+    }
 }
