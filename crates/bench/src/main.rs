@@ -18,7 +18,8 @@
 //! workers off, then with the workers delivering to the local outbox at the same time.
 //!
 //! `smtp` measures SMTP submission (`count` messages over `concurrency` sessions) against
-//! `POST /v1/send` on the same server, acceptance alone (`smtp.rs`).
+//! `POST /v1/send` on the same server, acceptance alone (`smtp.rs`), then inbound mail: `count`
+//! DKIM-signed messages of 10 KB to the MX listener with their verdicts (`smtp_inbound.rs`).
 //!
 //! `track` measures `POST /v1/track` with a new contact every request (public key,
 //! `concurrency` in flight): accepted/s and the clients' p50/p99 latency.
@@ -59,6 +60,7 @@ mod send;
 mod server;
 mod signing;
 mod smtp;
+mod smtp_inbound;
 mod track;
 mod workflows;
 mod wrk;

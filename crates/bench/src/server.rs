@@ -7,6 +7,15 @@ use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+/// A loopback address (`127.0.0.1:port`) with a port free at the time of the call, for a
+/// listener the benchmark connects to by address.
+pub fn free_loopback_addr() -> anyhow::Result<String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    Ok(format!("127.0.0.1:{port}"))
+}
+
 /// A server running in this process, and what to clean up when it stops.
 pub struct Server {
     base: String,

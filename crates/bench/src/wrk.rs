@@ -114,12 +114,10 @@ impl Baseline {
             );
             return Ok(None);
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
+        let addr = crate::server::free_loopback_addr()?;
         let dir = tempfile::tempdir()?;
         let child = Command::new(bin)
-            .arg(format!("127.0.0.1:{port}"))
+            .arg(&addr)
             .arg("--db")
             .arg(dir.path().join("baseline.db"))
             .stdout(Stdio::null())
@@ -127,7 +125,7 @@ impl Baseline {
             .kill_on_drop(true)
             .spawn()
             .context("starting the perf baseline")?;
-        let url = format!("http://127.0.0.1:{port}");
+        let url = format!("http://{addr}");
         let client = reqwest::Client::new();
         for _ in 0..100 {
             if client.get(format!("{url}/health")).send().await.is_ok() {
