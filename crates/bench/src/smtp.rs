@@ -37,7 +37,8 @@ fn message(i: usize) -> String {
     format!(
         "From: Shop <orders@{DOMAIN}>\r\nTo: <buyer{i}@example.org>\r\nSubject: Order {i}\r\n\
 MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>{}</p>\r\n.\r\n",
-        para.repeat(24)
+        // Lines of one sentence: SMTP lines are at most 998 characters.
+        [para; 24].join("\r\n")
     )
 }
 
