@@ -9,6 +9,7 @@ pub mod campaigns;
 pub mod cluster_wake;
 pub mod contact_jobs;
 pub mod cpu_pool;
+pub mod db_clock;
 pub mod domains;
 pub mod feedback;
 pub mod inbound;

@@ -25,6 +25,7 @@ mod checkpoint;
 pub mod contact_jobs;
 pub mod contacts;
 pub mod contacts_batch;
+pub mod database_time;
 pub mod delivery;
 pub mod dkim_keys;
 pub mod domains;

@@ -27,6 +27,7 @@ mod campaign_stats;
 mod campaign_stop;
 mod campaigns;
 mod contacts;
+mod clock_skew;
 mod crash;
 mod cross_site;
 mod dashboard;
