@@ -46,6 +46,7 @@ mod metrics;
 pub mod node_secret;
 pub mod oauth_identities;
 pub mod payments;
+pub mod periodic;
 pub mod project_reset;
 pub mod retention;
 mod savepoint;
