@@ -62,7 +62,8 @@ pub async fn scrape(State(state): State<AppState>, req: Request) -> Result<Respo
             "The metrics token is not valid",
         ));
     }
-    let body = herald_engine::metrics::render(&state.store).await?;
+    let body =
+        herald_engine::metrics::render(&state.store, &state.engine.settings.node_name).await?;
     let mut res = body.into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,

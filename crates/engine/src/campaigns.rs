@@ -41,22 +41,42 @@ use crate::send::accept::{Addressee, CampaignMessage, MessageSpec, Rendered, Sta
 
 pub use send::CampaignSendError;
 
-/// How often the worker looks for due fan-outs and finished campaigns.
+/// How often the worker looks for due fan-outs, and the period of the SENT check.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Runs campaign fan-outs (one at a time on this node) and the SENT check until shutdown.
+/// Runs campaign fan-outs (one at a time on this node) until shutdown. A scheduled campaign is
+/// a fan-out job due at its time, claimed under a lease like every job: one node runs it.
 pub async fn run_campaigns(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     loop {
         if let Err(e) = engine.fan_out_due().await {
             tracing::error!(error = %e, "claiming campaign fan-outs failed");
         }
-        if let Err(e) = store_campaigns::finish_sent(&engine.store, engine.now()).await {
-            tracing::error!(error = %e, "the campaign SENT check failed");
-        }
         if crate::sleep_or_shutdown(&mut shutdown, POLL).await {
             return;
         }
     }
+}
+
+/// Moves finished campaigns to SENT once per [`POLL`] in the cluster (`periodic`).
+pub async fn run_completion(engine: Engine, shutdown: watch::Receiver<bool>) {
+    let worker = engine.clone();
+    crate::periodic::run_each_period(
+        engine,
+        crate::periodic::PeriodicTask::CampaignCompletion,
+        POLL,
+        Duration::ZERO,
+        shutdown,
+        move || {
+            let engine = worker.clone();
+            async move {
+                if let Err(e) = store_campaigns::finish_sent(&engine.store, engine.now()).await {
+                    tracing::error!(error = %e, "the campaign SENT check failed");
+                }
+                false
+            }
+        },
+    )
+    .await;
 }
 
 impl Engine {

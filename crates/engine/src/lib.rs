@@ -9,6 +9,7 @@ pub mod campaigns;
 pub mod cluster_wake;
 pub mod contact_jobs;
 pub mod cpu_pool;
+pub mod db_clock;
 pub mod domains;
 pub mod feedback;
 pub mod inbound;
@@ -17,6 +18,7 @@ pub mod links;
 pub mod list_pages;
 pub mod metrics;
 pub mod payments;
+pub mod periodic;
 pub mod retention;
 pub mod secret_rotation;
 pub mod segments;
@@ -149,6 +151,7 @@ impl Engine {
         set.spawn(segments::run_reevaluations(self.clone(), shutdown.clone()));
         set.spawn(segments::run_recompute(self.clone(), shutdown.clone()));
         set.spawn(campaigns::run_campaigns(self.clone(), shutdown.clone()));
+        set.spawn(campaigns::run_completion(self.clone(), shutdown.clone()));
         set.spawn(workflows::run_workflows(self.clone(), shutdown.clone()));
         for kind in [
             herald_core::contact_jobs::IMPORT_KIND,

@@ -18,6 +18,7 @@ use herald_core::message_status::MessageStatus;
 use herald_core::time::Millis;
 use herald_mail::transport::TransportError;
 use herald_store::Store;
+use herald_store::periodic::PeriodicRun;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
@@ -124,8 +125,16 @@ pub fn message_retried() {
     metrics::counter!("herald_messages_total", "outcome" => "retried").increment(1);
 }
 
-/// The Prometheus text exposition, with the queue and message gauges read now.
-pub async fn render(store: &Store) -> herald_store::StoreResult<String> {
+/// This node claimed a period of a periodic task and ran it (`periodic`).
+pub fn periodic_run(task: &'static str, node: &str) {
+    metrics::counter!("herald_periodic_runs_total", "task" => task, "node" => node.to_owned())
+        .increment(1);
+}
+
+/// The Prometheus text exposition, with the queue and message gauges read now, then this
+/// node's name and the last run of every periodic task across the cluster (read from the
+/// database, so every node's scrape names the node that ran it).
+pub async fn render(store: &Store, node: &str) -> herald_store::StoreResult<String> {
     let jobs = store.job_counts().await?;
     let messages = store.message_counts().await?;
     {
@@ -147,13 +156,81 @@ pub async fn render(store: &Store) -> herald_store::StoreResult<String> {
             .map_or(0, |(_, n)| *n);
         metrics::gauge!("herald_messages_by_status", "status" => status).set(n as f64);
     }
-    Ok(match HANDLE.get() {
+    let mut text = match HANDLE.get() {
         Some(Some(handle)) => handle.render(),
         _ => String::new(),
-    })
+    };
+    periodic_section(&mut text, node, &store.periodic_runs().await?);
+    Ok(text)
+}
+
+/// `herald_node_info` and `herald_periodic_last_run_seconds`, written here rather than kept as
+/// gauges: the node of a task's last run changes, and a gauge would keep the old node's series.
+fn periodic_section(text: &mut String, node: &str, runs: &[PeriodicRun]) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        text,
+        "# HELP herald_node_info The node answering this scrape (HERALD_NODE_NAME).\n\
+         # TYPE herald_node_info gauge\n\
+         herald_node_info{{node=\"{}\"}} 1",
+        label_value(node)
+    );
+    if runs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "# HELP herald_periodic_last_run_seconds When each periodic task last ran in the \
+         cluster (epoch seconds), and on which node.\n\
+         # TYPE herald_periodic_last_run_seconds gauge"
+    );
+    for run in runs {
+        let _ = writeln!(
+            text,
+            "herald_periodic_last_run_seconds{{task=\"{}\",node=\"{}\"}} {}",
+            label_value(&run.task),
+            label_value(&run.node),
+            run.claimed_at as f64 / 1000.0
+        );
+    }
+}
+
+/// A label value escaped for the text format (backslash, double quote, line feed).
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// One committed page of a campaign fan-out with `recipients` contacts.
 pub fn campaign_page(recipients: usize) {
     metrics::counter!("herald_campaign_recipients_total").increment(recipients as u64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_periodic_section_names_the_nodes_and_escapes_them() {
+        let runs = [PeriodicRun {
+            task: "retention".into(),
+            node: "db\"1".into(),
+            period_start: 1_200_000,
+            claimed_at: 1_200_001,
+            claims: 3,
+        }];
+        let mut text = String::new();
+        periodic_section(&mut text, "web-1", &runs);
+        assert!(
+            text.contains("herald_node_info{node=\"web-1\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "herald_periodic_last_run_seconds{task=\"retention\",node=\"db\\\"1\"} 1200.001\n"
+            ),
+            "{text}"
+        );
+    }
 }

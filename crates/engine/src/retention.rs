@@ -20,8 +20,10 @@ use crate::send::accept::IDEMPOTENCY_WINDOW_MS;
 pub const FINISHED_JOB_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 /// Rows per purge transaction.
 pub const PURGE_BATCH: u32 = 500;
-/// How often the task runs.
+/// How often the task runs (once per cluster).
 pub const PURGE_INTERVAL: Duration = Duration::from_secs(600);
+/// A node starting does not purge within this time (it has its start-up to do).
+const FIRST_AFTER: Duration = Duration::from_secs(60);
 /// Pause between batches, so other writers get the database in between.
 const BETWEEN_BATCHES: Duration = Duration::from_millis(20);
 
@@ -100,24 +102,33 @@ impl Engine {
     }
 }
 
-/// Purges once a minute after start, then every [`PURGE_INTERVAL`], until shutdown.
-pub async fn run_retention(engine: Engine, mut shutdown: watch::Receiver<bool>) {
-    let mut wait = Duration::from_secs(60);
-    loop {
-        if crate::sleep_or_shutdown(&mut shutdown, wait).await {
-            return;
-        }
-        wait = PURGE_INTERVAL;
-        match engine.purge_expired().await {
-            Ok(r) if r != PurgeReport::default() => tracing::info!(
-                bodies = r.bodies,
-                blobs = r.blobs,
-                idempotency_keys = r.idempotency_keys,
-                jobs = r.jobs,
-                "retention purge"
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "retention purge failed; retrying later"),
-        }
-    }
+/// Purges once per [`PURGE_INTERVAL`] in the cluster (`periodic`: one node per interval),
+/// not within the node's first minute, until shutdown.
+pub async fn run_retention(engine: Engine, shutdown: watch::Receiver<bool>) {
+    let worker = engine.clone();
+    crate::periodic::run_each_period(
+        engine,
+        crate::periodic::PeriodicTask::Retention,
+        PURGE_INTERVAL,
+        FIRST_AFTER,
+        shutdown,
+        move || {
+            let engine = worker.clone();
+            async move {
+                match engine.purge_expired().await {
+                    Ok(r) if r != PurgeReport::default() => tracing::info!(
+                        bodies = r.bodies,
+                        blobs = r.blobs,
+                        idempotency_keys = r.idempotency_keys,
+                        jobs = r.jobs,
+                        "retention purge"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::error!(error = %e, "retention purge failed; retrying later"),
+                }
+                false
+            }
+        },
+    )
+    .await;
 }

@@ -2,7 +2,8 @@
 //! - the `segment.reevaluate` consumer: a contact changed (create, update, tracked event), so
 //!   its tracked dynamic segments are re-evaluated for it (entry/exit events, cached count);
 //! - the periodic recompute of every tracked dynamic segment (time-relative conditions such as
-//!   `within` move contacts without any write), every [`RECOMPUTE_INTERVAL`].
+//!   `within` move contacts without any write), every [`RECOMPUTE_INTERVAL`], on one node of
+//!   the cluster per interval.
 //!
 //! Both are idempotent (membership rows are inserted ON CONFLICT DO NOTHING and deleted by key;
 //! an event is written only for a row actually inserted or deleted), so a job that runs twice
@@ -16,11 +17,10 @@ use herald_store::segment_membership::REEVALUATE_JOB;
 use tokio::sync::watch;
 
 use crate::Engine;
+use crate::periodic::{self, PeriodicTask};
 
 /// How often every tracked dynamic segment is recomputed.
 pub const RECOMPUTE_INTERVAL: Duration = Duration::from_secs(300);
-/// How often the recompute loop reads the clock to see whether a recompute is due.
-const RECOMPUTE_POLL: Duration = Duration::from_secs(1);
 /// Lease of one claimed re-evaluation job.
 const LEASE_MS: i64 = 60_000;
 /// Jobs claimed at once.
@@ -47,25 +47,29 @@ pub async fn run_reevaluations(engine: Engine, mut shutdown: watch::Receiver<boo
     }
 }
 
-/// Recomputes every tracked dynamic segment every [`RECOMPUTE_INTERVAL`] of the engine's
-/// clock until shutdown. The clock is looked at every [`RECOMPUTE_POLL`], so moving a test
-/// clock forward (or a system clock jumping) starts a recompute within that time.
-pub async fn run_recompute(engine: Engine, mut shutdown: watch::Receiver<bool>) {
-    let interval = i64::try_from(RECOMPUTE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
-    let mut due = engine.now().saturating_add(interval);
-    loop {
-        if crate::sleep_or_shutdown(&mut shutdown, RECOMPUTE_POLL).await {
-            return;
-        }
-        let now = engine.now();
-        if now < due {
-            continue;
-        }
-        due = now.saturating_add(interval);
-        if let Err(e) = engine.recompute_tracked_segments().await {
-            tracing::error!(error = %e, "segment recompute failed; retrying later");
-        }
-    }
+/// Recomputes every tracked dynamic segment once per [`RECOMPUTE_INTERVAL`] of the engine's
+/// clock in the cluster (`periodic`: one node per period) until shutdown. The clock is looked
+/// at every second, so moving a test clock forward past a period starts a recompute within
+/// that time.
+pub async fn run_recompute(engine: Engine, shutdown: watch::Receiver<bool>) {
+    let worker = engine.clone();
+    periodic::run_each_period(
+        engine,
+        PeriodicTask::SegmentRecompute,
+        RECOMPUTE_INTERVAL,
+        Duration::ZERO,
+        shutdown,
+        move || {
+            let engine = worker.clone();
+            async move {
+                if let Err(e) = engine.recompute_tracked_segments().await {
+                    tracing::error!(error = %e, "segment recompute failed; retrying later");
+                }
+                false
+            }
+        },
+    )
+    .await;
 }
 
 impl Engine {

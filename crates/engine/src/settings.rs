@@ -44,8 +44,11 @@ pub struct EngineSettings {
     pub idle_poll: Duration,
     /// Days a message's body and attachments are kept (0 = forever).
     pub retention_days: u32,
-    /// Where "now" comes from (the system clock; tests pass a test clock).
+    /// Where "now" comes from (the system clock; tests pass a test clock; on PostgreSQL
+    /// corrected by the database's clock, `db_clock`).
     pub clock: SharedClock,
+    /// This node's name (`HERALD_NODE_NAME`): who ran each periodic task, in `/metrics`.
+    pub node_name: String,
     /// Key of the generic signed feedback format (`Herald-Signature`); `None` refuses it (401).
     pub feedback_secret: Option<String>,
     /// SNS topics whose notifications are accepted (empty: SNS is refused).
@@ -98,6 +101,7 @@ impl std::fmt::Debug for EngineSettings {
             .field("send_retry_base", &self.send_retry_base)
             .field("send_lease", &self.send_lease)
             .field("idle_poll", &self.idle_poll)
+            .field("node_name", &self.node_name)
             .field(
                 "feedback_secret",
                 &self.feedback_secret.as_ref().map(|_| "[redacted]"),
@@ -150,6 +154,7 @@ impl EngineSettings {
             idle_poll: Duration::from_secs(1),
             retention_days: 30,
             clock: herald_core::clock::system(),
+            node_name: crate::periodic::default_node_name(),
             feedback_secret: None,
             sns_topic_arns: Vec::new(),
             sns_test_certificate: None,

@@ -24,6 +24,8 @@ pub struct Application {
     limits: crate::server::ServerLimits,
     /// The SMTP listeners (submission, inbound MX), bound when configured.
     smtp: herald_smtp::SmtpServers,
+    /// PostgreSQL: the node's clock corrected by the database's, measured again while serving.
+    db_clock: Option<std::sync::Arc<herald_core::clock::CorrectedClock>>,
 }
 
 /// Opens the configured database and applies its migrations.
@@ -62,6 +64,9 @@ impl Application {
         // An incomplete payment setup is a startup error, not a 502 at the first checkout.
         config.stripe()?;
         let store = open_store(&config).await?;
+        // Every time the node uses (leases, timers, schedules) comes from the database's clock
+        // on PostgreSQL, measured before the node serves or works (engine/src/db_clock.rs).
+        let (clock, db_clock) = herald_engine::db_clock::for_store(&store, clock).await?;
         let secret = config.load_or_create_secret()?;
         crate::node_secret::check(&store, &secret).await?;
         let settings = ApiSettings {
@@ -120,6 +125,7 @@ impl Application {
         );
         let smtp = herald_smtp::SmtpServers::bind(&config.smtp_settings(), &engine).await?;
         Ok(Application {
+            db_clock,
             smtp,
             listener,
             router,
@@ -178,8 +184,15 @@ impl Application {
         // Every node that queues work wakes the others (PostgreSQL; engine/src/cluster_wake.rs).
         workers.spawn(herald_engine::cluster_wake::run_notifier(
             self.engine.clone(),
-            stop_rx,
+            stop_rx.clone(),
         ));
+        if let Some(clock) = self.db_clock.clone() {
+            workers.spawn(herald_engine::db_clock::run_refresh(
+                self.store.clone(),
+                clock,
+                stop_rx,
+            ));
+        }
         crate::server::serve(self.listener, self.router, self.limits, async move {
             shutdown.await;
             let _ = stop_tx.send(true);

@@ -63,6 +63,9 @@ pub struct Config {
     pub workers: bool,
     /// `all`, `api` or `worker` (`herald serve --role`).
     pub role: Role,
+    /// This node's name, shown in `/metrics` as the node that ran each periodic task
+    /// (default: the host name and the process id).
+    pub node_name: String,
     /// The SPF mechanism sender domains must publish (default `a:<public host>`).
     pub spf_mechanism: String,
     /// Host receiving bounces; when set, domains also get an MX record for it.
@@ -275,6 +278,7 @@ impl Default for Config {
             database_max_connections: 16,
             workers: true,
             role: Role::All,
+            node_name: String::new(),
             spf_mechanism: String::new(),
             return_path_host: None,
             dkim_selector_prefix: "herald".into(),
@@ -393,6 +397,10 @@ impl Config {
     /// Fills the defaults that depend on other settings.
     pub fn resolved(mut self) -> Config {
         self.apply_role(self.role);
+        self.node_name = self.node_name.trim().to_owned();
+        if self.node_name.is_empty() {
+            self.node_name = herald_engine::periodic::default_node_name();
+        }
         if self.database_url.is_empty() {
             self.database_url = format!("sqlite://{}", self.data_dir.join("herald.db").display());
         }
@@ -511,6 +519,7 @@ impl Config {
             idle_poll: secs(self.idle_poll_secs.clamp(0.05, 300.0)),
             retention_days: self.retention_days,
             clock: herald_core::clock::system(),
+            node_name: self.node_name.clone(),
             feedback_secret: self.feedback_secret.clone(),
             sns_topic_arns: self.sns_topic_arns.clone(),
             sns_test_certificate: self.sns_trust_cert_pem.clone(),
@@ -768,6 +777,25 @@ mod tests {
         assert!(
             c.redacted_toml()
                 .contains("send_memory_budget_bytes = 1048576"),
+            "{}",
+            c.redacted_toml()
+        );
+    }
+
+    #[test]
+    fn the_node_name_defaults_to_host_and_process_and_herald_config_shows_it() {
+        let default = Config::layered(None, env(&[])).unwrap();
+        assert!(
+            default
+                .node_name
+                .ends_with(&format!("-{}", std::process::id())),
+            "{}",
+            default.node_name
+        );
+        let c = Config::layered(None, env(&[("HERALD_NODE_NAME", "worker-2")])).unwrap();
+        assert_eq!(c.engine_settings().node_name, "worker-2");
+        assert!(
+            c.redacted_toml().contains("node_name = \"worker-2\""),
             "{}",
             c.redacted_toml()
         );

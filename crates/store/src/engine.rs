@@ -67,6 +67,8 @@ pub struct Store {
     pub(crate) cancelled_campaigns: std::sync::Arc<crate::ttl_cache::CancelledCampaigns>,
     /// Request writes before background writes at SQLite's writer (`write_precedence.rs`).
     pub(crate) precedence: std::sync::Arc<crate::write_precedence::Precedence>,
+    /// Claims of periodic work on SQLite, which is one node (`periodic.rs`).
+    pub(crate) periodic: std::sync::Arc<crate::periodic::LocalClaims>,
 }
 
 #[derive(Clone, Debug)]
@@ -260,6 +262,7 @@ impl Store {
             tracked_segments: Default::default(),
             cancelled_campaigns: Default::default(),
             precedence: Default::default(),
+            periodic: Default::default(),
         })
     }
 

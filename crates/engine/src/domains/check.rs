@@ -10,7 +10,8 @@
 //! - A domain another project has verified is never verified here: the pre-check says so
 //!   clearly, and the database's partial unique index settles races.
 //! - Each domain is re-checked between one interval and one interval plus one tick after its
-//!   last check, by exactly one node (claims are compare-and-set on `next_check_at`).
+//!   last check, by exactly one node (claims are compare-and-set on `next_check_at`); the look
+//!   for due domains itself runs on one node per tick (`periodic`).
 //! - The job stops promptly on shutdown; checks in flight are abandoned, not recorded.
 
 use std::time::Duration;
@@ -24,7 +25,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::{DomainError, DomainView, is_reserved};
-use crate::{Engine, sleep_or_shutdown};
+use crate::Engine;
 
 /// Reason recorded when a reserved domain is verified without DNS.
 pub const RESERVED_VERIFIED_REASON: &str =
@@ -179,20 +180,35 @@ impl Engine {
     }
 }
 
-/// Re-checks every domain that is due, each `domain_check_interval`, until shutdown.
-pub async fn run_periodic_checks(engine: Engine, mut shutdown: watch::Receiver<bool>) {
+/// Re-checks every domain that is due, each `domain_check_interval`, until shutdown. The look
+/// for due domains runs once per tick (a quarter of the interval, 20 ms to 30 s) in the
+/// cluster (`periodic`); each due domain is claimed on its own as well.
+pub async fn run_periodic_checks(engine: Engine, shutdown: watch::Receiver<bool>) {
     let tick = (engine.settings.domain_check_interval / 4)
         .clamp(Duration::from_millis(20), Duration::from_secs(30));
-    loop {
-        if sleep_or_shutdown(&mut shutdown, tick).await {
-            return;
-        }
-        match check_due_domains(&engine, &mut shutdown).await {
-            Ok(true) => return,
-            Ok(false) => {}
-            Err(e) => tracing::warn!(error = %format!("{e:#}"), "periodic domain check failed"),
-        }
-    }
+    let worker = engine.clone();
+    let stop = shutdown.clone();
+    crate::periodic::run_each_period(
+        engine,
+        crate::periodic::PeriodicTask::DomainRecheck,
+        tick,
+        Duration::ZERO,
+        shutdown,
+        move || {
+            let engine = worker.clone();
+            let mut stop = stop.clone();
+            async move {
+                match check_due_domains(&engine, &mut stop).await {
+                    Ok(interrupted) => interrupted,
+                    Err(e) => {
+                        tracing::warn!(error = %format!("{e:#}"), "periodic domain check failed");
+                        false
+                    }
+                }
+            }
+        },
+    )
+    .await;
 }
 
 /// Claims and checks due domains in batches; `Ok(true)` when shutdown interrupted it.
