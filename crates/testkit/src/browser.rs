@@ -446,6 +446,45 @@ impl Page {
     }
 }
 
+impl Page {
+    /// The checks every dashboard page passes in the browser tests: everything it loaded came
+    /// from `origin`, it reported no error (script, console, Content-Security-Policy), and it
+    /// does not scroll sideways at 1280 or 375 px, light or dark; a screenshot of each
+    /// (`<name>-<width>-<light|dark>.png`). Panics on a failed check (it is for tests), and
+    /// leaves the page at 1280 px, light.
+    pub async fn check_page(&mut self, origin: &str, name: &str) {
+        for url in self.loaded_urls().await.expect("loaded urls") {
+            assert!(url.starts_with(origin), "{name}: {url} is not on {origin}");
+        }
+        assert_eq!(
+            self.errors(),
+            Vec::<String>::new(),
+            "{name}: errors in the page"
+        );
+        for (width, dark) in [(1280, false), (375, false), (375, true), (1280, true)] {
+            self.set_viewport(width, CHECK_HEIGHT)
+                .await
+                .expect("viewport");
+            self.set_dark(dark).await.expect("colour scheme");
+            assert!(
+                !self.scrolls_sideways().await.expect("scroll width"),
+                "{name}: scrolls sideways at {width} px"
+            );
+            let theme = if dark { "dark" } else { "light" };
+            self.screenshot(&format!("{name}-{width}-{theme}"))
+                .await
+                .expect("screenshot");
+        }
+        self.set_viewport(1280, CHECK_HEIGHT)
+            .await
+            .expect("viewport");
+        self.set_dark(false).await.expect("colour scheme");
+    }
+}
+
+/// The viewport height of [`Page::check_page`] (its screenshots take the whole page anyway).
+const CHECK_HEIGHT: u32 = 900;
+
 /// What [`Page::focused`] found.
 #[derive(Debug, Clone)]
 pub struct Focused {
