@@ -1,5 +1,6 @@
 //! The account pages in a real headless Chromium (herald_testkit::browser): a user opens the
-//! reset link from the mail, types a new password and signs in with it. Along the way, what
+//! reset link of a mail sent before the links named the dashboard (it redirects to
+//! `/app/reset-password`), types a new password and signs in with it. Along the way, what
 //! every page must hold in a browser: nothing loaded from another origin, no script error or
 //! Content-Security-Policy violation, the keyboard reaches the form with a visible focus, and
 //! nothing scrolls sideways at 375 px, light and dark.
@@ -32,9 +33,8 @@ async fn reset_link(app: &TestApp, email: &str) -> String {
     app.url(&format!("/reset-password?token={token}"))
 }
 
-
 async fn the_reset_link_sets_a_password_in_the_browser(engine: Engine) {
-    let app = engine.app().await;
+    let app = engine.browser_app().await;
     let link = reset_link(&app, "browser-reset@example.com").await;
     let browser = Browser::start().await.unwrap();
     let mut page = browser.new_page().await.unwrap();
@@ -56,7 +56,13 @@ async fn the_reset_link_sets_a_password_in_the_browser(engine: Engine) {
     page.click_and_wait("button", Some("Set password"))
         .await
         .unwrap();
-    assert_eq!(page.text("h1").await.unwrap(), "Password changed");
+    assert_eq!(page.text("h1").await.unwrap(), "Log in");
+    assert!(
+        page.body_text()
+            .await
+            .unwrap()
+            .contains("Your password is changed")
+    );
     page.check_page(&app.base, "account-reset-done").await;
 
     // The checks can fail: an image from elsewhere is a CSP violation the page reports.
