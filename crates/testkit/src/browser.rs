@@ -268,6 +268,33 @@ impl Page {
         Ok(())
     }
 
+    /// Chooses a file for the file input labelled `label`, as a user picking `name` holding
+    /// `content` would (the input's `files`, then its `change` event).
+    pub async fn choose_file(&self, label: &str, name: &str, content: &str) -> anyhow::Result<()> {
+        let found = self
+            .eval(&format!(
+                "(() => {{ const c = {}; if (!c || c.type !== 'file') return false;
+                   const t = new DataTransfer();
+                   t.items.add(new File([{}], {}, {{ type: {} }}));
+                   c.files = t.files;
+                   c.dispatchEvent(new Event('change', {{ bubbles: true }}));
+                   return c.files.length === 1; }})()",
+                labelled(label),
+                js_str(content),
+                js_str(name),
+                js_str(if name.ends_with(".csv") {
+                    "text/csv"
+                } else {
+                    ""
+                }),
+            ))
+            .await?;
+        if found != Value::Bool(true) {
+            bail!("no file input labelled {label:?} on {}", self.url().await?);
+        }
+        Ok(())
+    }
+
     /// The value of the form control labelled `label`.
     pub async fn value_of(&self, label: &str) -> anyhow::Result<String> {
         let v = self
@@ -349,6 +376,25 @@ impl Page {
         self.call(
             "Emulation.setDeviceMetricsOverride",
             json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500 }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Lets pages of `origin` write and read the clipboard (copy buttons), as a user who
+    /// allowed it would, and keeps the tab focused as the clipboard requires.
+    pub async fn grant_clipboard(&self, origin: &str) -> anyhow::Result<()> {
+        self.cdp
+            .call(
+                None,
+                "Browser.grantPermissions",
+                json!({ "origin": origin, "browserContextId": self.context,
+                        "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"] }),
+            )
+            .await?;
+        self.call(
+            "Emulation.setFocusEmulationEnabled",
+            json!({ "enabled": true }),
         )
         .await?;
         Ok(())
