@@ -120,20 +120,20 @@ fn compose(
         TokenKind::VerifyEmail => (
             lang.verify_subject.to_owned(),
             html_escape(lang.verify_intro),
-            "verify-email?token=",
+            "app/verify-email?token=",
             lang.verify_link,
         ),
         TokenKind::PasswordReset => (
             lang.reset_subject.to_owned(),
             html_escape(lang.reset_intro),
-            "reset-password?token=",
+            "app/reset-password?token=",
             lang.reset_link,
         ),
         TokenKind::Invitation => (
             lang.invite_subject.replace("{project}", name),
             html_escape(lang.invite_intro)
                 .replace("{project}", &html_escape(name).replace("{{", "{ {")),
-            "signup?invitation=",
+            "app/signup?invitation=",
             lang.invite_link,
         ),
     };
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(subject, "Sie sind zu <Acme> eingeladen");
         assert!(body.contains("&lt;Acme&gt; auf Herald"), "{body}");
         assert!(
-            body.contains("https://h.example/signup?invitation=ab12&amp;lang=de"),
+            body.contains("https://h.example/app/signup?invitation=ab12&amp;lang=de"),
             "{body}"
         );
         let (subject, body) = compose(
@@ -177,7 +177,7 @@ mod tests {
         );
         assert_eq!(subject, "Verify your email address");
         assert!(
-            body.contains("verify-email?token=cd34&amp;lang=en"),
+            body.contains("https://h.example/app/verify-email?token=cd34&amp;lang=en"),
             "{body}"
         );
     }

@@ -71,28 +71,6 @@ pub fn button_form(action: &str, label: &str, hidden: &[(&str, &str)]) -> String
     )
 }
 
-/// A form posting to `action` with a labelled new-password field, hidden fields and a button.
-pub fn password_form(action: &str, label: &str, button: &str, hidden: &[(&str, &str)]) -> String {
-    let fields: String = hidden
-        .iter()
-        .map(|(n, v)| {
-            format!(
-                "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
-                html_escape(n),
-                html_escape(v)
-            )
-        })
-        .collect();
-    format!(
-        "<form method=\"post\" action=\"{}\">{fields}<p><label for=\"password\">{}</label><br>\
-         <input type=\"password\" id=\"password\" name=\"password\" minlength=\"8\" maxlength=\"256\" \
-         autocomplete=\"new-password\" required></p><button type=\"submit\">{}</button></form>",
-        html_escape(action),
-        html_escape(label),
-        html_escape(button)
-    )
-}
-
 /// A link paragraph.
 pub fn link(href: &str, label: &str) -> String {
     format!(

@@ -275,6 +275,22 @@ impl Store {
         self.project_by_id(id).await?.ok_or(StoreError::NotFound)
     }
 
+    /// Deletes a user; by cascade its sessions, account tokens, OAuth identities and
+    /// memberships. Projects are not touched: the caller deletes or hands them over first.
+    pub async fn delete_user(&self, id: Uuid) -> StoreResult<()> {
+        let done = db_write!(self, |pool| {
+            sqlx::query("DELETE FROM users WHERE id = $1")
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        if done == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
     /// Deletes a project and, by cascade, everything it owns.
     pub async fn delete_project(&self, id: Uuid) -> StoreResult<()> {
         let done = db_write!(self, |pool| {

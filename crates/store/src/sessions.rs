@@ -40,6 +40,34 @@ impl Store {
         Ok(row.is_some())
     }
 
+    /// The live sessions of `user`, newest first: `(sid, created_at, expires_at)`.
+    pub async fn sessions_of_user(
+        &self,
+        user: Uuid,
+        now: Millis,
+    ) -> StoreResult<Vec<(String, Millis, Millis)>> {
+        let q = "SELECT id, created_at, expires_at FROM sessions \
+                 WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC, id";
+        Ok(db_read!(self, |pool| sqlx::query_as(q)
+            .bind(user)
+            .bind(now)
+            .fetch_all(pool)
+            .await?))
+    }
+
+    /// Ends session `sid` of `user` only (another user's id ends nothing); whether it existed.
+    pub async fn delete_session_of_user(&self, user: Uuid, sid: &str) -> StoreResult<bool> {
+        let n = db_write!(self, |pool| {
+            sqlx::query("DELETE FROM sessions WHERE id = $1 AND user_id = $2")
+                .bind(sid)
+                .bind(user)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(n > 0)
+    }
+
     /// Ends one session (logout).
     pub async fn delete_session(&self, sid: &str) -> StoreResult<()> {
         db_write!(self, |pool| {

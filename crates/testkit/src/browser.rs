@@ -268,6 +268,33 @@ impl Page {
         Ok(())
     }
 
+    /// Chooses a file for the file input labelled `label`, as a user picking `name` holding
+    /// `content` would (the input's `files`, then its `change` event).
+    pub async fn choose_file(&self, label: &str, name: &str, content: &str) -> anyhow::Result<()> {
+        let found = self
+            .eval(&format!(
+                "(() => {{ const c = {}; if (!c || c.type !== 'file') return false;
+                   const t = new DataTransfer();
+                   t.items.add(new File([{}], {}, {{ type: {} }}));
+                   c.files = t.files;
+                   c.dispatchEvent(new Event('change', {{ bubbles: true }}));
+                   return c.files.length === 1; }})()",
+                labelled(label),
+                js_str(content),
+                js_str(name),
+                js_str(if name.ends_with(".csv") {
+                    "text/csv"
+                } else {
+                    ""
+                }),
+            ))
+            .await?;
+        if found != Value::Bool(true) {
+            bail!("no file input labelled {label:?} on {}", self.url().await?);
+        }
+        Ok(())
+    }
+
     /// The value of the form control labelled `label`.
     pub async fn value_of(&self, label: &str) -> anyhow::Result<String> {
         let v = self
@@ -349,6 +376,25 @@ impl Page {
         self.call(
             "Emulation.setDeviceMetricsOverride",
             json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500 }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Lets pages of `origin` write and read the clipboard (copy buttons), as a user who
+    /// allowed it would, and keeps the tab focused as the clipboard requires.
+    pub async fn grant_clipboard(&self, origin: &str) -> anyhow::Result<()> {
+        self.cdp
+            .call(
+                None,
+                "Browser.grantPermissions",
+                json!({ "origin": origin, "browserContextId": self.context,
+                        "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"] }),
+            )
+            .await?;
+        self.call(
+            "Emulation.setFocusEmulationEnabled",
+            json!({ "enabled": true }),
         )
         .await?;
         Ok(())
@@ -445,6 +491,45 @@ impl Page {
         Ok(path)
     }
 }
+
+impl Page {
+    /// The checks every dashboard page passes in the browser tests: everything it loaded came
+    /// from `origin`, it reported no error (script, console, Content-Security-Policy), and it
+    /// does not scroll sideways at 1280 or 375 px, light or dark; a screenshot of each
+    /// (`<name>-<width>-<light|dark>.png`). Panics on a failed check (it is for tests), and
+    /// leaves the page at 1280 px, light.
+    pub async fn check_page(&mut self, origin: &str, name: &str) {
+        for url in self.loaded_urls().await.expect("loaded urls") {
+            assert!(url.starts_with(origin), "{name}: {url} is not on {origin}");
+        }
+        assert_eq!(
+            self.errors(),
+            Vec::<String>::new(),
+            "{name}: errors in the page"
+        );
+        for (width, dark) in [(1280, false), (375, false), (375, true), (1280, true)] {
+            self.set_viewport(width, CHECK_HEIGHT)
+                .await
+                .expect("viewport");
+            self.set_dark(dark).await.expect("colour scheme");
+            assert!(
+                !self.scrolls_sideways().await.expect("scroll width"),
+                "{name}: scrolls sideways at {width} px"
+            );
+            let theme = if dark { "dark" } else { "light" };
+            self.screenshot(&format!("{name}-{width}-{theme}"))
+                .await
+                .expect("screenshot");
+        }
+        self.set_viewport(1280, CHECK_HEIGHT)
+            .await
+            .expect("viewport");
+        self.set_dark(false).await.expect("colour scheme");
+    }
+}
+
+/// The viewport height of [`Page::check_page`] (its screenshots take the whole page anyway).
+const CHECK_HEIGHT: u32 = 900;
 
 /// What [`Page::focused`] found.
 #[derive(Debug, Clone)]

@@ -95,10 +95,21 @@
   on(document, "[data-copy]", "click", function (_, button) {
     var source = document.getElementById(button.getAttribute("data-copy"));
     if (!source || !navigator.clipboard) return;
-    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
-      var label = button.textContent;
-      button.textContent = "Copied";
+    var label = button.textContent;
+    function say(text) {
+      button.textContent = text;
       setTimeout(function () { button.textContent = label; }, 1500);
+    }
+    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+      say("Copied");
+    }, function () {
+      // The browser refused the clipboard: select the value so Ctrl+C copies it.
+      var range = document.createRange();
+      range.selectNodeContents(source);
+      var selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      say("Press Ctrl+C");
     });
   });
 

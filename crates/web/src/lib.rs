@@ -55,6 +55,10 @@ pub fn router() -> Router<AppState> {
             get(pages::auth::reset_page).post(pages::auth::reset_submit),
         )
         .route(
+            "/app/verify-email",
+            get(pages::auth::verify_page).post(pages::auth::verify_submit),
+        )
+        .route(
             "/app/projects/new",
             get(pages::projects::new_page).post(pages::projects::create),
         )
@@ -63,6 +67,15 @@ pub fn router() -> Router<AppState> {
             "/app/account/password",
             post(pages::account::change_password),
         )
+        .route(
+            "/app/account/sessions/revoke-others",
+            post(pages::account::revoke_others),
+        )
+        .route(
+            "/app/account/sessions/{handle}/revoke",
+            post(pages::account::revoke),
+        )
+        .route("/app/account/delete", post(pages::account::delete))
         .route("/app/p/{project}/", get(pages::home::page))
         .route(
             "/app/p/{project}/contacts",

@@ -22,6 +22,9 @@ pub struct ProjectLink {
 
 pub struct Shell {
     pub title: String,
+    /// The page's language (`<html lang>`): English, except the pages of account mail links,
+    /// which speak the mail's.
+    pub lang: &'static str,
     pub css: String,
     pub js: String,
     pub htmx: String,
@@ -93,10 +96,16 @@ impl Shell {
         }
     }
 
+    /// The same layout in language `code` (a page of an account mail link).
+    pub fn in_language(self, code: &'static str) -> Self {
+        Shell { lang: code, ..self }
+    }
+
     /// The layout of the signed-out pages (no navigation).
     pub fn bare(title: &str) -> Self {
         Shell {
             title: title.to_owned(),
+            lang: "en",
             css: assets::url("app.css"),
             js: assets::url("app.js"),
             htmx: assets::url("htmx.min.js"),

@@ -33,6 +33,7 @@ const LIMITED: &[&str] = &[
     "/app/signup",
     "/app/forgot-password",
     "/app/reset-password",
+    "/app/verify-email",
 ];
 
 /// The limited route a request is on, if any.

@@ -1,44 +1,43 @@
-//! The small server-rendered pages the links of account mail open (DECISIONS.md "Accounts"):
-//! `GET|POST /verify-email?token=`, `GET|POST /reset-password?token=`,
-//! `GET|POST /signup?invitation=`. Their forms post back to the same path, whose handler runs
-//! the API's own code (`account_tokens::apply_*`, `signup::create_account` with the
-//! invitation token, which verifies the address and joins the project); no JavaScript.
-//! Same look and languages as the list pages ([`crate::pages`]): the page's `lang` parameter
-//! (the mail's link carries the mail's language), else `Accept-Language`, else English
-//! ([`crate::language`]); the forms carry it in a hidden `lang` field to the page they post to.
-//!
-//! A GET never changes anything (mail scanners follow links); a token is spent only by the
-//! POST. Not in the OpenAPI document.
+//! The addresses of account mail links sent before the links named the dashboard
+//! (DECISIONS.md "Accounts"): `/verify-email?token=`, `/reset-password?token=`,
+//! `/signup?invitation=`. A GET answers 303 to the same page under `/app` (herald-web), its
+//! query (token, `lang`) kept, so mail already sent still works; a GET never spends a token.
+//! The POSTs stay for forms of these pages loaded before the upgrade: their handlers run the
+//! API's own code (`account_tokens::apply_*`, `signup::create_account` with the invitation
+//! token, which verifies the address and joins the project) and answer a small page in the
+//! form's `lang`. Not in the OpenAPI document.
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::extract::State;
+use axum::http::{StatusCode, Uri, header};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
-use serde::Deserialize;
 
 use herald_core::account_i18n::{self, AccountStrings};
 
 use crate::account_mail::token_hash;
 use crate::error::ApiError;
 use crate::language::RequestLanguage;
-use crate::pages::{self, button_form, document, paragraph, password_form, status};
+use crate::pages::{self, document, paragraph, status};
 use crate::routes::account_tokens::{apply_reset, apply_verification};
 use crate::routes::signup::{SignupRequest, create_account};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/verify-email", get(verify_page).post(verify_submit))
-        .route("/reset-password", get(reset_page).post(reset_submit))
-        .route("/signup", get(signup_page).post(signup_submit))
+        .route("/verify-email", get(to_dashboard).post(verify_submit))
+        .route("/reset-password", get(to_dashboard).post(reset_submit))
+        .route("/signup", get(to_dashboard).post(signup_submit))
 }
 
-#[derive(Deserialize)]
-struct TokenQuery {
-    token: Option<String>,
-    invitation: Option<String>,
+/// 303 to the dashboard's page of the same name, with the same query.
+async fn to_dashboard(uri: Uri) -> Response {
+    let to = match uri.query() {
+        Some(q) => format!("/app{}?{q}", uri.path()),
+        None => format!("/app{}", uri.path()),
+    };
+    Redirect::to(&to).into_response()
 }
 
 fn page(lang: &AccountStrings, code: StatusCode, title: &str, main: String) -> Response {
@@ -79,38 +78,6 @@ fn form_language(fields: &[(String, String)], request: RequestLanguage) -> &'sta
         .map_or(request.0, |s| account_i18n::for_code(s.code))
 }
 
-fn missing_link(lang: &AccountStrings) -> Response {
-    page(
-        lang,
-        StatusCode::BAD_REQUEST,
-        lang.incomplete_title,
-        paragraph(lang.incomplete_body, ""),
-    )
-}
-
-async fn verify_page(
-    RequestLanguage(lang): RequestLanguage,
-    Query(q): Query<TokenQuery>,
-) -> Response {
-    let Some(token) = q.token.filter(|t| !t.is_empty()) else {
-        return missing_link(lang);
-    };
-    page(
-        lang,
-        StatusCode::OK,
-        lang.verify_title,
-        [
-            paragraph(lang.verify_prompt, ""),
-            button_form(
-                "/verify-email",
-                lang.verify_button,
-                &[("token", &token), ("lang", lang.code)],
-            ),
-        ]
-        .concat(),
-    )
-}
-
 async fn verify_submit(
     State(state): State<AppState>,
     request: RequestLanguage,
@@ -127,26 +94,6 @@ async fn verify_submit(
         ),
         Err(e) => error_page(lang, &e),
     }
-}
-
-async fn reset_page(
-    RequestLanguage(lang): RequestLanguage,
-    Query(q): Query<TokenQuery>,
-) -> Response {
-    let Some(token) = q.token.filter(|t| !t.is_empty()) else {
-        return missing_link(lang);
-    };
-    page(
-        lang,
-        StatusCode::OK,
-        lang.reset_title,
-        password_form(
-            "/reset-password",
-            lang.reset_label,
-            lang.reset_button,
-            &[("token", &token), ("lang", lang.code)],
-        ),
-    )
 }
 
 async fn reset_submit(
@@ -166,40 +113,6 @@ async fn reset_submit(
         ),
         Err(e) => error_page(lang, &e),
     }
-}
-
-async fn signup_page(
-    State(state): State<AppState>,
-    RequestLanguage(lang): RequestLanguage,
-    Query(q): Query<TokenQuery>,
-) -> Response {
-    let Some(token) = q.invitation.filter(|t| !t.is_empty()) else {
-        return missing_link(lang);
-    };
-    let invitation = match state
-        .store
-        .invitation_by_token(&token_hash(&token), state.engine.now())
-        .await
-    {
-        Ok(Some(i)) => i,
-        Ok(None) => return error_page(lang, &crate::routes::account_tokens::invalid_token()),
-        Err(e) => return error_page(lang, &ApiError::from(e)),
-    };
-    page(
-        lang,
-        StatusCode::OK,
-        lang.invite_title,
-        [
-            paragraph(lang.invite_prompt, &invitation.email),
-            password_form(
-                "/signup",
-                lang.invite_label,
-                lang.invite_button,
-                &[("invitation", &token), ("lang", lang.code)],
-            ),
-        ]
-        .concat(),
-    )
 }
 
 async fn signup_submit(

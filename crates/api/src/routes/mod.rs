@@ -1,6 +1,7 @@
 //! One router per resource, merged in [`crate::router`].
 
 pub mod account_pages;
+pub mod account_sessions;
 pub mod account_tokens;
 pub mod accounts;
 pub mod activity;

@@ -1,5 +1,6 @@
-//! The pages of account mail links: verify, reset password, accept an invitation. A GET
-//! changes nothing; the form's POST spends the token.
+//! The old addresses of account mail links (verify, reset password, accept an invitation):
+//! a GET follows the redirect to the dashboard's page and changes nothing; the POSTs of the
+//! old forms still spend the token.
 
 use serde_json::json;
 
@@ -69,7 +70,7 @@ async fn the_verify_page_verifies_only_on_post(engine: Engine) {
     let (status, html) = get_page(&app, &format!("/verify-email?token={token}")).await;
     assert_eq!(status, 200);
     assert!(
-        html.contains("<form method=\"post\" action=\"/verify-email\">"),
+        html.contains("<form method=\"post\" action=\"/app/verify-email\""),
         "{html}"
     );
     assert!(html.contains("<html lang=\"en\">"));

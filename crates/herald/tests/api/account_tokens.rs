@@ -69,11 +69,10 @@ async fn signup_mails_a_verification_link_that_works_once(engine: Engine) {
     let mails = wait_mails(&app, "fresh@example.com", "Verify", 1).await;
     let token = mails[0].token("verify-email?token");
     assert_eq!(token.len(), 64);
-    assert!(
-        mails[0]
-            .html
-            .contains(&format!("{}/verify-email?token=", app.config.public_url))
-    );
+    assert!(mails[0].html.contains(&format!(
+        "{}/app/verify-email?token=",
+        app.config.public_url
+    )));
     let c = cookie_client();
     let body = json!({"token": token});
     expect_json(

@@ -7,6 +7,7 @@ use reqwest::{Client, Response};
 
 use crate::helpers::{TestApp, TestProject};
 
+mod account;
 mod auth;
 mod contact;
 mod contacts;

@@ -3,39 +3,12 @@
 //! error or CSP violation shows, nothing scrolls sideways at 375 px, and screenshots are
 //! taken light and dark (target/screenshots/dashboard-*.png).
 
-use herald_testkit::browser::{Browser, Page};
+use herald_testkit::browser::Browser;
 
 use crate::both_engines_with_browser;
 use crate::helpers::Engine;
 
 both_engines_with_browser!(a_newcomer_signs_up_creates_a_project_and_adds_a_contact);
-
-/// Same-origin loads, no errors, no sideways scroll; screenshots at 1280 and 375 px, light
-/// and dark.
-async fn check(page: &mut Page, origin: &str, name: &str) {
-    for url in page.loaded_urls().await.unwrap() {
-        assert!(url.starts_with(origin), "{name}: {url} is not on {origin}");
-    }
-    assert_eq!(
-        page.errors(),
-        Vec::<String>::new(),
-        "{name}: errors in the page"
-    );
-    for (width, dark) in [(1280, false), (375, false), (375, true), (1280, true)] {
-        page.set_viewport(width, 900).await.unwrap();
-        page.set_dark(dark).await.unwrap();
-        assert!(
-            !page.scrolls_sideways().await.unwrap(),
-            "{name}: scrolls sideways at {width} px"
-        );
-        let theme = if dark { "dark" } else { "light" };
-        page.screenshot(&format!("{name}-{width}-{theme}"))
-            .await
-            .unwrap();
-    }
-    page.set_viewport(1280, 900).await.unwrap();
-    page.set_dark(false).await.unwrap();
-}
 
 async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine) {
     let app = engine.browser_app().await;
@@ -44,7 +17,7 @@ async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine
     let mut page = browser.new_page().await.unwrap();
 
     page.goto(&app.url("/app/signup")).await.unwrap();
-    check(&mut page, &origin, "dashboard-signup").await;
+    page.check_page(&origin, "dashboard-signup").await;
     page.fill("Email", "owner@example.com").await.unwrap();
     page.fill("Password", "correct horse battery")
         .await
@@ -57,7 +30,7 @@ async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine
         "{}",
         page.url().await.unwrap()
     );
-    check(&mut page, &origin, "dashboard-project-new").await;
+    page.check_page(&origin, "dashboard-project-new").await;
 
     page.fill("Name", "Acme").await.unwrap();
     page.click_and_wait("button", Some("Create project"))
@@ -68,11 +41,11 @@ async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine
         shown.contains("sk_"),
         "the secret key is shown once: {shown}"
     );
-    check(&mut page, &origin, "dashboard-project-created").await;
+    page.check_page(&origin, "dashboard-project-created").await;
 
     page.goto(&app.url("/app/")).await.unwrap();
     assert!(page.url().await.unwrap().contains("/app/p/"));
-    check(&mut page, &origin, "dashboard-home").await;
+    page.check_page(&origin, "dashboard-home").await;
     // The keyboard reaches the page with a visible focus (the skip link first).
     page.press("Tab").await.unwrap();
     let focused = page.focused().await.unwrap();
@@ -81,7 +54,7 @@ async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine
     page.click_and_wait("nav[aria-label=Main] a", Some("Contacts"))
         .await
         .unwrap();
-    check(&mut page, &origin, "dashboard-contacts-empty").await;
+    page.check_page(&origin, "dashboard-contacts-empty").await;
     page.click("button", Some("New contact")).await.unwrap();
     page.wait_for("document.querySelector('dialog[open]')")
         .await
@@ -93,12 +66,12 @@ async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine
     // A new contact opens its page.
     assert!(page.url().await.unwrap().contains("/contacts/"));
     assert!(page.body_text().await.unwrap().contains("ada@example.com"));
-    check(&mut page, &origin, "dashboard-contact").await;
+    page.check_page(&origin, "dashboard-contact").await;
 
     page.click_and_wait("nav[aria-label=Main] a", Some("Contacts"))
         .await
         .unwrap();
-    check(&mut page, &origin, "dashboard-contacts").await;
+    page.check_page(&origin, "dashboard-contacts").await;
     page.click_and_wait("a", Some("ada@example.com"))
         .await
         .unwrap();
@@ -107,5 +80,5 @@ async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine
     page.click_and_wait("nav[aria-label=Main] a", Some("Settings"))
         .await
         .unwrap();
-    check(&mut page, &origin, "dashboard-settings").await;
+    page.check_page(&origin, "dashboard-settings").await;
 }

@@ -125,6 +125,11 @@ impl Engine {
     /// a browser sends `Origin` with its form posts, and the cross-site rule compares it with
     /// the public URL.
     pub async fn browser_app(self) -> TestApp {
+        self.browser_app_with(|_| {}).await
+    }
+
+    /// [`Engine::browser_app`] with a change to its configuration.
+    pub async fn browser_app_with(self, tweak: impl FnOnce(&mut Config)) -> TestApp {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -132,6 +137,7 @@ impl Engine {
         self.app_with(|c| {
             c.listen = format!("127.0.0.1:{port}");
             c.public_url = format!("http://127.0.0.1:{port}");
+            tweak(c);
         })
         .await
     }

@@ -32,6 +32,7 @@ mod crash;
 mod cross_site;
 mod dashboard;
 mod dashboard_browser;
+mod dashboard_browser_flows;
 mod domains;
 mod edge;
 mod errors;

@@ -40,6 +40,8 @@ struct JobsFragment {
     /// Result lines ("12 imported"), shown when done.
     lines: Vec<String>,
     errors: Vec<RowError>,
+    /// The contacts page without the job: the list as the ended job left it.
+    list_href: String,
 }
 
 fn num(v: &Value, key: &str) -> i64 {
@@ -126,5 +128,6 @@ pub async fn fragment(state: &AppState, page: &ProjectPage, q: &JobsQuery) -> Re
         failed,
         lines,
         errors,
+        list_href: page.href("contacts"),
     })
 }
