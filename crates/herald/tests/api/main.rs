@@ -31,6 +31,7 @@ mod crash;
 mod cross_site;
 mod dashboard;
 mod dashboard_browser;
+mod demo;
 mod domains;
 mod edge;
 mod errors;
