@@ -293,7 +293,7 @@ impl Demo<'_> {
                 .enumerate()
                 .map(|(j, (email, patch))| {
                     // One in twelve unsubscribed.
-                    let subscribed = (day * per_day + j) % 12 != 0;
+                    let subscribed = !(day * per_day + j).is_multiple_of(12);
                     BatchRow::new(project, email, Some(subscribed), subscribed, patch)
                 })
                 .collect::<Result<_, _>>()?;
