@@ -104,11 +104,11 @@ impl DemoOutcome {
              {} events over {DAYS} days.\n\nDashboard: {}\nEmail:     {}\n{password}\n\
              API key:   {} (the project's secret key, shown once)\n",
             self.project_name,
-            self.contacts,
-            self.campaign_recipients,
-            self.opens,
-            self.clicks,
-            self.events,
+            thousands(self.contacts),
+            thousands(self.campaign_recipients),
+            thousands(self.opens),
+            thousands(self.clicks),
+            thousands(self.events),
             self.url,
             self.email,
             self.secret_key,
@@ -561,6 +561,19 @@ fn api_error(e: ApiError) -> anyhow::Error {
     }
 }
 
+/// `12,345`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Midnight UTC `days_ago` days before `now`'s day.
 fn day_start(now: Millis, days_ago: i64) -> Millis {
     (now.div_euclid(DAY_MS) - days_ago) * DAY_MS
@@ -728,5 +741,31 @@ impl Person {
             "logins": self.logins,
             "betaTester": self.beta,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_print_with_thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(10_000), "10,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn a_person_is_the_same_on_every_run_and_signed_up_on_its_batch_day() {
+        let now = 1_790_000_000_000;
+        let (a, b) = (Person::new(7, 300, now), Person::new(7, 300, now));
+        assert_eq!(a.email, b.email);
+        assert_eq!(a.data(), b.data());
+        assert!(herald_core::fields::is_date(&a.signed_up));
+        // The first batch signed up DAYS - 1 days ago, the last one today.
+        let first = Person::new(0, 300, now).signed_up;
+        let last = Person::new(299, 300, now).signed_up;
+        assert!(first < last, "{first} {last}");
     }
 }
