@@ -37,6 +37,10 @@
 //! contacts (default 1,000,000) and prints rows/s; `analytics` times `/analytics/timeseries`
 //! over 30 days of `count` sends (default 1,000,000) (both in `imports.rs`).
 //!
+//! `dashboard` times the dashboard's home, contacts page, an email-prefix search and a contact's
+//! page at `count` contacts (default 1,000,000, SQLite) with a session cookie, p50 and p95,
+//! and prints the shipped JS + CSS gzipped (`dashboard.rs`).
+//!
 //! `mcp` compares `list_contacts` through `POST /mcp` with `GET /contacts` on `count`
 //! contacts (default 1,000), alternated, and prints the p50 ratio (target <= 1.3x).
 //!
@@ -50,6 +54,7 @@
 mod campaigns;
 mod child;
 mod contacts;
+mod dashboard;
 mod imports;
 mod load;
 mod mcp;
@@ -67,7 +72,7 @@ mod wrk;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp|mcp [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp|mcp|dashboard [--count N] [--concurrency N] [--fields N] \
      [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://... [--postgres-only]]";
 
 #[derive(Debug)]
@@ -96,7 +101,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
     let bench = match args.next().as_deref() {
         Some(
             b @ ("contacts" | "send" | "memory" | "track" | "segments" | "campaign" | "import"
-            | "analytics" | "workflows" | "smtp" | "mcp"),
+            | "analytics" | "workflows" | "smtp" | "mcp" | "dashboard"),
         ) => b.to_owned(),
         None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
@@ -105,7 +110,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         count: match bench.as_str() {
             "send" | "track" | "smtp" => 20_000,
             "memory" => 2_000,
-            "segments" | "campaign" => 1_000_000,
+            "segments" | "campaign" | "dashboard" => 1_000_000,
             "workflows" => 100_000,
             "mcp" => 1_000,
             _ => 100_000,
@@ -135,7 +140,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
             }
         };
         match name.as_str() {
-            "--count" => opts.count = value()?.parse().context("--count must be a whole number")?,
+            "--count" | "--contacts" => {
+                opts.count = value()?.parse().context("--count must be a whole number")?
+            }
             "--concurrency" => {
                 opts.concurrency = value()?
                     .parse()
@@ -263,6 +270,7 @@ async fn run() -> anyhow::Result<()> {
         "import" => imports::import(&opts).await,
         "workflows" => workflows::run(opts.count).await,
         "mcp" => mcp::run(&opts).await,
+        "dashboard" => dashboard::run(&opts).await,
         "analytics" => imports::analytics(&opts).await,
         _ => contacts::contacts(&opts).await,
     }

@@ -91,7 +91,7 @@ const RUNS: usize = 7;
 /// a connection of its own) into the database file and empties it, so that what is timed next
 /// does not run beside the store's checkpointer copying it: a server never holds such a WAL,
 /// its checkpointer keeps up with the writer (store `checkpoint.rs`).
-async fn settle_wal(conn: &mut sqlx::SqliteConnection) -> anyhow::Result<()> {
+pub(crate) async fn settle_wal(conn: &mut sqlx::SqliteConnection) -> anyhow::Result<()> {
     let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
         .fetch_one(&mut *conn)
         .await
@@ -135,6 +135,38 @@ pub async fn seed(dir: &std::path::Path, count: usize) -> anyhow::Result<Seeded>
     .bind(project)
     .execute(&mut conn)
     .await?;
+    seed_rows(&mut conn, project, count, now).await?;
+    let (id_type,): (String,) = sqlx::query_as("SELECT typeof(id) FROM contacts LIMIT 1")
+        .fetch_one(&mut conn)
+        .await?;
+    anyhow::ensure!(
+        id_type == "blob",
+        "seeded contact ids are {id_type}, not ids"
+    );
+    sqlx::query("ANALYZE").execute(&mut conn).await?;
+    settle_wal(&mut conn).await?;
+    println!(
+        "{} contacts with 5 custom fields seeded in {:.1} s (SQLite)",
+        count,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Seeded {
+        store,
+        conn,
+        project,
+        now,
+    })
+}
+
+/// Inserts `count` generated contacts of `project` (time-ordered ids ending at `now`, 5 custom
+/// fields, 6 in 7 subscribed, emails `user<i>@example.com`) and their `login` / `page_view`
+/// events, in one transaction of `conn` (SQLite).
+pub async fn seed_rows(
+    conn: &mut sqlx::SqliteConnection,
+    project: uuid::Uuid,
+    count: usize,
+    now: i64,
+) -> anyhow::Result<()> {
     let mut tx = conn.begin().await?;
     sqlx::query(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) \
@@ -168,24 +200,5 @@ pub async fn seed(dir: &std::path::Path, count: usize) -> anyhow::Result<Seeded>
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    let (id_type,): (String,) = sqlx::query_as("SELECT typeof(id) FROM contacts LIMIT 1")
-        .fetch_one(&mut conn)
-        .await?;
-    anyhow::ensure!(
-        id_type == "blob",
-        "seeded contact ids are {id_type}, not ids"
-    );
-    sqlx::query("ANALYZE").execute(&mut conn).await?;
-    settle_wal(&mut conn).await?;
-    println!(
-        "{} contacts with 5 custom fields seeded in {:.1} s (SQLite)",
-        count,
-        started.elapsed().as_secs_f64()
-    );
-    Ok(Seeded {
-        store,
-        conn,
-        project,
-        now,
-    })
+    Ok(())
 }

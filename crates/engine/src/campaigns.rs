@@ -19,7 +19,10 @@
 //! ends the fan-out with a [`StoppedReason`] (`store_campaigns::stop_fanout`); the campaign
 //! stays SENDING, so what was already queued, and billed, is delivered, and then ends SENT.
 
+mod history;
 mod send;
+
+pub use history::SentMessage;
 
 use std::time::Duration;
 

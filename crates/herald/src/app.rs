@@ -49,21 +49,22 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-impl Application {
-    pub async fn build(config: Config) -> anyhow::Result<Application> {
-        Self::build_with_clock(config, herald_core::clock::system()).await
-    }
+/// The database, the engine and the API's state, built from the configuration as `serve`
+/// builds them (shared with `herald demo`, which starts no listener and no worker).
+pub struct Services {
+    pub store: Store,
+    pub engine: Engine,
+    pub state: AppState,
+    /// The clock corrected to the database's on PostgreSQL, which `serve` keeps measuring.
+    pub db_clock: Option<std::sync::Arc<herald_core::clock::CorrectedClock>>,
+}
 
-    /// Like [`Application::build`], with time from `clock` (tests pass a test clock).
-    pub async fn build_with_clock(
-        config: Config,
+impl Services {
+    pub async fn open(
+        config: &Config,
         clock: herald_core::clock::SharedClock,
-    ) -> anyhow::Result<Application> {
-        // A half-configured OAuth provider stops startup before anything is opened.
-        let oauth = config.oauth_settings()?;
-        // An incomplete payment setup is a startup error, not a 502 at the first checkout.
-        config.stripe()?;
-        let store = open_store(&config).await?;
+    ) -> anyhow::Result<Services> {
+        let store = open_store(config).await?;
         // Every time the node uses (leases, timers, schedules) comes from the database's clock
         // on PostgreSQL, measured before the node serves or works (engine/src/db_clock.rs).
         let (clock, db_clock) = herald_engine::db_clock::for_store(&store, clock).await?;
@@ -92,7 +93,7 @@ impl Application {
                 complaint_warning: config.complaint_rate_warning,
                 complaint_critical: config.complaint_rate_critical,
             },
-            oauth,
+            oauth: config.oauth_settings()?,
         };
         herald_engine::metrics::install();
         let mut engine_settings = config.engine_settings();
@@ -102,6 +103,35 @@ impl Application {
             Engine::with_retired_secrets(store.clone(), engine_settings, &secret, &retired)?;
         let state = AppState::new(store.clone(), engine.clone(), settings, &secret)
             .context("starting the password hashing threads and the OAuth HTTP client")?;
+        Ok(Services {
+            store,
+            engine,
+            state,
+            db_clock,
+        })
+    }
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Application> {
+        Self::build_with_clock(config, herald_core::clock::system()).await
+    }
+
+    /// Like [`Application::build`], with time from `clock` (tests pass a test clock).
+    pub async fn build_with_clock(
+        config: Config,
+        clock: herald_core::clock::SharedClock,
+    ) -> anyhow::Result<Application> {
+        // A half-configured OAuth provider stops startup before anything is opened.
+        config.oauth_settings()?;
+        // An incomplete payment setup is a startup error, not a 502 at the first checkout.
+        config.stripe()?;
+        let Services {
+            store,
+            engine,
+            state,
+            db_clock,
+        } = Services::open(&config, clock).await?;
         // A worker node answers /health and /metrics only (config/role.rs). Elsewhere `POST
         // /mcp` sits beside the API and the dashboard; its tools call the API's router.
         let router = if config.role.serves_api() {

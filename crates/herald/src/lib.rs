@@ -7,6 +7,7 @@
 pub mod allocator;
 pub mod app;
 pub mod config;
+pub mod demo;
 pub mod edge_io;
 pub mod node_secret;
 pub mod rotate;

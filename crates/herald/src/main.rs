@@ -1,4 +1,4 @@
-//! `herald serve | migrate | config | rotate-secret | outbox | mcp`.
+//! `herald serve | migrate | config | rotate-secret | outbox | mcp | demo`.
 
 use std::path::PathBuf;
 
@@ -48,6 +48,18 @@ enum Command {
     /// call to the Herald server at HERALD_URL (default http://127.0.0.1:8080) with the
     /// project secret key in HERALD_API_KEY.
     Mcp,
+    /// Create a project full of demo data (10,000 contacts, templates, a segment, a sent
+    /// campaign with opens and clicks, an enabled workflow, 30 days of events) for a user,
+    /// signed up if new, and print the dashboard's address. Works while a server runs on the
+    /// same database; each run adds a project (Demo, Demo 2...). Demo mail never reaches a relay.
+    Demo {
+        /// The user's address (created if new).
+        #[arg(long, default_value = herald::demo::DEFAULT_EMAIL)]
+        email: String,
+        /// The new user's password (generated if absent); an existing user keeps theirs.
+        #[arg(long)]
+        password: Option<String>,
+    },
     /// List the messages kept by the local outbox transport, or print one (`--show ID`).
     Outbox {
         /// Print the raw message with this id.
@@ -141,6 +153,17 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::Outbox { show } => outbox(&config, show.as_deref())?,
+        Command::Demo { email, password } => {
+            let request = herald::demo::DemoRequest {
+                email: Some(email),
+                password,
+                contacts: None,
+            };
+            let started = std::time::Instant::now();
+            let done = herald::demo::run(&config, request).await?;
+            print!("{}", done.report());
+            println!("(made in {:.1} s)", started.elapsed().as_secs_f64());
+        }
         Command::Mcp => {
             let url = std::env::var("HERALD_URL")
                 .ok()

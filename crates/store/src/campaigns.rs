@@ -21,8 +21,8 @@ use sqlx::{AssertSqlSafe, FromRow};
 use crate::audience::member_of;
 
 pub use fanout::{
-    FANOUT_JOB, PageRecord, finish_sent, record_page, segment_exists_in_tx, start_if_due,
-    stop_fanout,
+    FANOUT_JOB, PageRecord, finish_sent, record_page, record_past_send, segment_exists_in_tx,
+    start_if_due, stop_fanout,
 };
 pub use lifecycle::{CancelOutcome, DeleteOutcome, Outcome, SendOutcome, status_in_tx};
 

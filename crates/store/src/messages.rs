@@ -449,36 +449,60 @@ pub async fn record_sent(
         let acked = crate::jobs::complete_many(tx, &held).await?;
         let acked: Vec<&SentRecord<'_>> =
             chunk.iter().filter(|s| acked.contains(&s.job_id)).collect();
-        if acked.is_empty() {
-            continue;
-        }
-        let q = format!(
-            "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
-             WHERE id IN ({}) AND {} RETURNING id, project_id",
-            crate::engine::placeholder_list(acked.len(), 2),
-            movable_to(MessageStatus::Sent)
-        );
-        let moved: Vec<(Uuid, Uuid)> = db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(now);
-            for s in &acked {
-                query = query.bind(s.message_id);
-            }
-            query.fetch_all(&mut *conn).await?
-        });
-        let projects: std::collections::HashMap<Uuid, Uuid> = moved.into_iter().collect();
-        let moved: Vec<&SentRecord<'_>> = acked
-            .into_iter()
-            .filter(|s| projects.contains_key(&s.message_id))
-            .collect();
-        if moved.is_empty() {
-            continue;
-        }
-        insert_sent_history(tx, &moved, now).await?;
-        insert_sent_events(tx, &moved, &projects, now).await?;
-        set_relay_ids(tx, &moved).await?;
-        recorded.extend(moved.iter().map(|s| s.message_id));
+        recorded.extend(mark_sent(tx, &acked, now).await?);
     }
     Ok(recorded)
+}
+
+/// Marks messages SENT at `now` with the history and `email.sent` events of [`record_sent`],
+/// for messages no send job delivers: the history of a past campaign written after the fact
+/// (`herald demo`), whose messages were never handed to a transport. `job_id` and
+/// `lease_token` of the records are not read. Returns the message ids recorded.
+pub async fn record_sent_without_job(
+    tx: &mut Tx,
+    sent: &[SentRecord<'_>],
+    now: Millis,
+) -> StoreResult<Vec<Uuid>> {
+    let mut recorded = Vec::with_capacity(sent.len());
+    for chunk in sent.chunks(100) {
+        let chunk: Vec<&SentRecord<'_>> = chunk.iter().collect();
+        recorded.extend(mark_sent(tx, &chunk, now).await?);
+    }
+    Ok(recorded)
+}
+
+/// The status move, history, events and relay ids of [`record_sent`] for records whose job
+/// was acked (or that have none); returns the message ids moved.
+async fn mark_sent(tx: &mut Tx, acked: &[&SentRecord<'_>], now: Millis) -> StoreResult<Vec<Uuid>> {
+    if acked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let q = format!(
+        "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
+         WHERE id IN ({}) AND {} RETURNING id, project_id",
+        crate::engine::placeholder_list(acked.len(), 2),
+        movable_to(MessageStatus::Sent)
+    );
+    let moved: Vec<(Uuid, Uuid)> = db_tx!(&mut *tx, |conn| {
+        let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(now);
+        for s in acked {
+            query = query.bind(s.message_id);
+        }
+        query.fetch_all(&mut *conn).await?
+    });
+    let projects: std::collections::HashMap<Uuid, Uuid> = moved.into_iter().collect();
+    let moved: Vec<&SentRecord<'_>> = acked
+        .iter()
+        .copied()
+        .filter(|s| projects.contains_key(&s.message_id))
+        .collect();
+    if moved.is_empty() {
+        return Ok(Vec::new());
+    }
+    insert_sent_history(tx, &moved, now).await?;
+    insert_sent_events(tx, &moved, &projects, now).await?;
+    set_relay_ids(tx, &moved).await?;
+    Ok(moved.iter().map(|s| s.message_id).collect())
 }
 
 async fn insert_sent_history(

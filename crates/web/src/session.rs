@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, Uri};
+use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{Redirect, Response};
 use herald_api::AppState;
 use herald_api::auth::{Role, UserAuth};
@@ -25,14 +25,70 @@ pub struct Viewer {
     pub projects: Vec<Membership>,
 }
 
-/// `/app/login?next=<this page>`: where a signed-out visit goes.
-pub fn login_redirect(uri: &Uri) -> Response {
-    let here = uri
-        .path_and_query()
-        .map_or("/app/", |p| p.as_str())
-        .to_owned();
+/// `/app/login?next=<page>`: where a signed-out visit goes. A GET comes back to itself; a
+/// form post (whose route has no GET, or whose body is lost anyway) comes back to the page
+/// the form was on ([`back_page`]).
+pub fn login_redirect(parts: &Parts, public_url: &str) -> Response {
+    let here = if parts.method == Method::GET || parts.method == Method::HEAD {
+        parts
+            .uri
+            .path_and_query()
+            .map_or("/app/", |p| p.as_str())
+            .to_owned()
+    } else {
+        back_page(parts, public_url)
+    };
     let next: String = form_urlencoded::byte_serialize(here.as_bytes()).collect();
     axum::response::IntoResponse::into_response(Redirect::to(&format!("/app/login?next={next}")))
+}
+
+/// The page to return to after a form post: the `Referer` when it is a dashboard page of this
+/// origin (the public URL's, or the request's `Host`), else the page the route belongs to
+/// ([`owner_page`]).
+fn back_page(parts: &Parts, public_url: &str) -> String {
+    let referer = parts
+        .headers
+        .get(header::REFERER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|r| r.parse::<Uri>().ok());
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok());
+    let public = public_url.parse::<Uri>().ok();
+    let same_origin = |r: &Uri| {
+        let Some(authority) = r.authority().map(|a| a.as_str()) else {
+            return false;
+        };
+        let public_ok = public.as_ref().is_some_and(|p| {
+            p.scheme_str() == r.scheme_str() && p.authority().map(|a| a.as_str()) == Some(authority)
+        });
+        public_ok || host == Some(authority)
+    };
+    referer
+        .filter(same_origin)
+        .and_then(|r| r.path_and_query().map(|p| p.as_str().to_owned()))
+        .filter(|p| safe_next(p).is_some())
+        .unwrap_or_else(|| owner_page(parts.uri.path()))
+}
+
+/// The GET page a form route belongs to: `/app/p/{id}/{section}` for any route below a
+/// project's section (`contacts/bulk` → the contacts page, `settings/domains/{d}/verify` →
+/// settings), `/app/account` below the account, the new-project form below `/app/projects`,
+/// else `/app/`.
+fn owner_page(path: &str) -> String {
+    let mut parts = path.trim_start_matches('/').split('/');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some("app"), Some("p"), Some(project), section) if !project.is_empty() => {
+            match section.filter(|s| !s.is_empty()) {
+                Some(section) => format!("/app/p/{project}/{section}"),
+                None => format!("/app/p/{project}/"),
+            }
+        }
+        (Some("app"), Some("account"), _, _) => "/app/account".to_owned(),
+        (Some("app"), Some("projects"), _, _) => "/app/projects/new".to_owned(),
+        _ => "/app/".to_owned(),
+    }
 }
 
 /// A `next` parameter that stays inside the dashboard (never another site).
@@ -45,11 +101,11 @@ impl FromRequestParts<AppState> for Viewer {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let Ok(auth) = UserAuth::from_request_parts(parts, state).await else {
-            return Err(login_redirect(&parts.uri));
+            return Err(login_redirect(parts, &state.settings.public_url));
         };
         let user = match state.store.user_by_id(auth.user).await {
             Ok(Some(u)) => u,
-            Ok(None) => return Err(login_redirect(&parts.uri)),
+            Ok(None) => return Err(login_redirect(parts, &state.settings.public_url)),
             Err(e) => return Err(not_found::server_error(&e.to_string())),
         };
         let projects = match state.store.projects_of_user(user.id).await {
@@ -124,7 +180,32 @@ impl FromRequestParts<AppState> for ProjectPage {
 
 #[cfg(test)]
 mod tests {
-    use super::safe_next;
+    use super::{owner_page, safe_next};
+
+    #[test]
+    fn a_form_route_belongs_to_its_section_page() {
+        let p = "/app/p/0193a1b2-0000-7000-8000-000000000001";
+        for (route, page) in [
+            (format!("{p}/contacts/bulk"), format!("{p}/contacts")),
+            (
+                format!("{p}/settings/domains/x/verify"),
+                format!("{p}/settings"),
+            ),
+            (format!("{p}/settings"), format!("{p}/settings")),
+            (format!("{p}/"), format!("{p}/")),
+            (
+                "/app/account/password".to_owned(),
+                "/app/account".to_owned(),
+            ),
+            ("/app/logout".to_owned(), "/app/".to_owned()),
+            (
+                "/app/projects/new".to_owned(),
+                "/app/projects/new".to_owned(),
+            ),
+        ] {
+            assert_eq!(owner_page(&route), page, "{route}");
+        }
+    }
 
     #[test]
     fn next_stays_inside_the_dashboard() {

@@ -41,7 +41,7 @@ pub struct SignupRequest {
     pub invitation: Option<String>,
 }
 
-fn parse_signup(c: SignupRequest) -> ApiResult<(EmailAddress, String, Option<String>)> {
+pub fn parse_signup(c: SignupRequest) -> ApiResult<(EmailAddress, String, Option<String>)> {
     let mut errors = Vec::new();
     let email = match c.email.as_deref().map(EmailAddress::parse) {
         Some(Ok(e)) => Some(e),

@@ -7,7 +7,7 @@
 //! message references them. The writes of concurrent requests share one transaction (group
 //! commit, see [`super::batch`]); the answer is given only once that transaction committed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use herald_core::billing::Category;
 use herald_core::email::EmailAddress;
@@ -20,7 +20,7 @@ use herald_core::time::Millis;
 use herald_store::billing::Allowance;
 use herald_store::blobs::{self, AttachmentRef};
 use herald_store::contacts::{ContactUpsert, upsert_contact};
-use herald_store::messages::{self, MessageStatus, NewMessage};
+use herald_store::messages::{self, MessageStatus, NewMessage, SentRecord};
 use herald_store::{StoreError, StoreResult, Tx, billing, jobs, suppressions};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -589,8 +589,62 @@ impl Staged<'_> {
         max_attempts: i32,
         now: Millis,
     ) -> StoreResult<()> {
-        let rows: Vec<NewMessage<'_>> = self
+        messages::insert_many(tx, &self.rows(now)).await?;
+        blobs::add_refs(tx, &self.refs).await?;
+        jobs::enqueue_many(tx, SEND_JOB, &self.jobs, now, max_attempts).await?;
+        // One count per (project, category), in the order the batch first staged it.
+        for (i, &(project, category, _)) in self.usage.iter().enumerate() {
+            let seen = self.usage[..i]
+                .iter()
+                .any(|(p, c, _)| *p == project && *c == category);
+            if !seen {
+                let n = self.usage_of(project, category);
+                billing::count(tx, project, category, n, now).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the staged messages as already SENT at `now`, with their history and
+    /// `email.sent` events (`reply` is the SENT step's detail), and queues no send job: the
+    /// history of a past campaign (`herald demo`). Nothing is handed to a transport, and
+    /// nothing is counted for billing. Returns the (message, contact) pairs recorded SENT;
+    /// skipped ones stay SUPPRESSED. Attachments are not supported here.
+    pub(crate) async fn flush_as_sent(
+        &self,
+        tx: &mut Tx,
+        reply: &str,
+        now: Millis,
+    ) -> StoreResult<Vec<(Uuid, Uuid)>> {
+        messages::insert_many(tx, &self.rows(now)).await?;
+        let sent: Vec<SentRecord<'_>> = self
             .messages
+            .iter()
+            .filter(|m| m.skip_detail.is_none())
+            .map(|m| SentRecord {
+                job_id: Uuid::nil(),
+                lease_token: Uuid::nil(),
+                message_id: m.id,
+                template_id: m.spec.template_id,
+                subject: &m.subject,
+                reply,
+                started_at: now,
+                first_attempt: true,
+                relay_message_id: None,
+            })
+            .collect();
+        let recorded = messages::record_sent_without_job(tx, &sent, now).await?;
+        let contact_of: HashMap<Uuid, Uuid> =
+            self.messages.iter().map(|m| (m.id, m.contact_id)).collect();
+        Ok(recorded
+            .into_iter()
+            .filter_map(|id| contact_of.get(&id).map(|c| (id, *c)))
+            .collect())
+    }
+
+    /// The staged messages as rows: SUPPRESSED with their reason, or PENDING.
+    fn rows(&self, now: Millis) -> Vec<NewMessage<'_>> {
+        self.messages
             .iter()
             .map(|m| NewMessage {
                 id: m.id,
@@ -619,21 +673,7 @@ impl Staged<'_> {
                 simulated: m.simulated,
                 now,
             })
-            .collect();
-        messages::insert_many(tx, &rows).await?;
-        blobs::add_refs(tx, &self.refs).await?;
-        jobs::enqueue_many(tx, SEND_JOB, &self.jobs, now, max_attempts).await?;
-        // One count per (project, category), in the order the batch first staged it.
-        for (i, &(project, category, _)) in self.usage.iter().enumerate() {
-            let seen = self.usage[..i]
-                .iter()
-                .any(|(p, c, _)| *p == project && *c == category);
-            if !seen {
-                let n = self.usage_of(project, category);
-                billing::count(tx, project, category, n, now).await?;
-            }
-        }
-        Ok(())
+            .collect()
     }
 }
 

@@ -123,7 +123,7 @@ pub async fn project_in_browser(app: &TestApp) -> (TestProject, Client) {
     (p, c)
 }
 
-async fn owner_email(app: &TestApp, p: &TestProject) -> String {
+pub async fn owner_email(app: &TestApp, p: &TestProject) -> String {
     let me: serde_json::Value = p
         .owner
         .get(app.url("/users/@me"))

@@ -46,6 +46,26 @@ async fn a_newcomer_signs_up_creates_a_project_and_adds_a_contact(engine: Engine
     page.goto(&app.url("/app/")).await.unwrap();
     assert!(page.url().await.unwrap().contains("/app/p/"));
     page.check_page(&origin, "dashboard-home").await;
+    // The first-send snippet wraps inside its box: nothing of it hidden past its right edge
+    // (an overlay scrollbar made the cut look final), at desktop width and at 375 px.
+    for width in [1280, 375] {
+        page.set_viewport(width, 900).await.unwrap();
+        let fits = page
+            .eval(
+                "(() => { const s = document.getElementById('snippet'); \
+                 const box = s.closest('.panel').getBoundingClientRect(); \
+                 return s.scrollWidth <= s.clientWidth \
+                     && s.getBoundingClientRect().right <= box.right + 0.5; })()",
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            fits,
+            serde_json::Value::Bool(true),
+            "snippet cut at {width} px"
+        );
+    }
+    page.set_viewport(1280, 900).await.unwrap();
     // The keyboard reaches the page with a visible focus (the skip link first).
     page.press("Tab").await.unwrap();
     let focused = page.focused().await.unwrap();

@@ -125,6 +125,36 @@ pub async fn finish_sent(store: &Store, now: Millis) -> StoreResult<u64> {
     }))
 }
 
+/// Records a DRAFT campaign as sent in the past, in the transaction that wrote its messages
+/// (already SENT, with no send job: [`crate::messages::record_sent_without_job`]): SENT,
+/// started at `started_at`, finished at `finished_at`, its fan-out done with `recipients`.
+/// The history `herald demo` writes after the fact; false when the campaign is not a DRAFT.
+pub async fn record_past_send(
+    tx: &mut Tx,
+    project_id: Uuid,
+    id: Uuid,
+    recipients: i64,
+    started_at: Millis,
+    finished_at: Millis,
+) -> StoreResult<bool> {
+    let n = db_tx!(tx, |conn| {
+        sqlx::query(
+            "UPDATE campaigns SET status = 'SENT', started_at = $3, finished_at = $4, \
+             fanout_done = TRUE, total_recipients = $5, updated_at = $4 \
+             WHERE project_id = $1 AND id = $2 AND status = 'DRAFT'",
+        )
+        .bind(project_id)
+        .bind(id)
+        .bind(started_at)
+        .bind(finished_at)
+        .bind(recipients)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+    });
+    Ok(n == 1)
+}
+
 /// Whether the project still has the segment, read in `tx` (a SEGMENT audience whose segment
 /// is gone no longer resolves: its compiled audience would silently match nobody).
 pub async fn segment_exists_in_tx(

@@ -1,12 +1,16 @@
 //! Signing in, up and out through the dashboard's forms; the signed-out redirect and back.
 
-use super::{PASSWORD, browser, get, location, page, post_form, sign_up};
+use super::{
+    PASSWORD, browser, encode, get, location, owner_email, page, post_form, project_in_browser,
+    sign_up,
+};
 use crate::account_setup::wait_mails;
 use crate::both_engines;
 use crate::helpers::Engine;
 
 both_engines!(
     a_signed_out_visit_goes_to_login_and_comes_back,
+    a_form_post_without_a_session_comes_back_to_a_page_not_a_405,
     login_and_signup_errors_render_beside_their_fields,
     signup_lands_on_new_project_and_logout_ends_the_session,
     password_reset_through_the_dashboard_pages,
@@ -256,4 +260,73 @@ async fn password_reset_through_the_dashboard_pages(engine: Engine) {
     )
     .await;
     assert_eq!(location(&res), "/app/projects/new");
+}
+
+/// A session that ended while a form was open: its post goes to the login and back to a GET
+/// page (the page of the form, from a same-origin `Referer`, else the route's section page),
+/// never to the form route itself (POST only: a GET of it answers 405).
+async fn a_form_post_without_a_session_comes_back_to_a_page_not_a_405(engine: Engine) {
+    let app = engine.app().await;
+    let (p, _) = project_in_browser(&app).await;
+    let email = owner_email(&app, &p).await;
+    let pid = &p.id;
+    let settings_domains = format!("/app/p/{pid}/settings?tab=domains");
+    let signed_out = browser();
+    let post = |path: String, referer: Option<String>| {
+        let mut req = signed_out
+            .post(app.url(&path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("domain=mail.example.com");
+        if let Some(r) = referer {
+            req = req.header("referer", r);
+        }
+        req.send()
+    };
+    let escaped = |p: &str| encode(&[("next", p)])["next=".len()..].to_owned();
+
+    // The page the form was on, from the same-origin Referer.
+    let res = post(
+        format!("/app/p/{pid}/settings/domains"),
+        Some(app.url(&settings_domains)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        location(&res),
+        format!("/app/login?next={}", escaped(&settings_domains))
+    );
+    // No Referer, or another site's: the section page the route belongs to.
+    for referer in [None, Some("https://evil.example/app/p/x/".to_owned())] {
+        let res = post(format!("/app/p/{pid}/contacts/bulk"), referer)
+            .await
+            .unwrap();
+        let contacts = format!("/app/p/{pid}/contacts");
+        assert_eq!(
+            location(&res),
+            format!("/app/login?next={}", escaped(&contacts))
+        );
+    }
+    let res = post(format!("/app/p/{pid}/settings/domains/x/verify"), None)
+        .await
+        .unwrap();
+    let settings = format!("/app/p/{pid}/settings");
+    assert_eq!(
+        location(&res),
+        format!("/app/login?next={}", escaped(&settings))
+    );
+
+    // Signing in with that `next` lands on a page that answers 200.
+    for back in [settings_domains, settings] {
+        let c = browser();
+        let res = post_form(
+            &app,
+            &c,
+            "/app/login",
+            &[("email", &email), ("password", PASSWORD), ("next", &back)],
+        )
+        .await;
+        assert_eq!(location(&res), back);
+        let (status, _) = page(get(&app, &c, &back).await).await;
+        assert_eq!(status, 200, "{back}");
+    }
 }

@@ -1,0 +1,186 @@
+//! `dashboard`: the server time of the dashboard's pages at `count` contacts (default
+//! 1,000,000) on SQLite. A user signs up and creates a project on a real server (port 0);
+//! the project is then filled in SQL as `segments` fills its database (`segments::seed_rows`:
+//! 5 custom fields, `login` and `page_view` events). Each page is requested [`RUNS`] times,
+//! one after the other, with the session cookie over real HTTP, and its p50 and p95 printed:
+//! home, the contacts page, an email-prefix search and a contact's page. Target (DESIGN.md "Weight and speed"): p95 under 50 ms each. Then the
+//! shipped JS and CSS, as served, gzipped (`gzip -9`): target under 100 KB.
+
+use std::str::FromStr as _;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail, ensure};
+use reqwest::{Client, StatusCode};
+use serde_json::json;
+use sqlx::ConnectOptions as _;
+use sqlx::sqlite::SqliteConnectOptions;
+
+use crate::Options;
+use crate::contacts::percentile;
+use crate::server::{Server, expect_status};
+
+/// Requests per page (after one warm-up).
+const RUNS: usize = 60;
+
+pub async fn run(opts: &Options) -> anyhow::Result<()> {
+    ensure!(
+        opts.database_url.is_none(),
+        "dashboard runs on SQLite only (no --database-url)"
+    );
+    let server = Server::start_with(None, |_| {}).await?;
+    let session = Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let res = session
+        .post(server.url("/auth/signup"))
+        .json(&json!({"email": "bench@example.com", "password": "benchmark password"}))
+        .send()
+        .await?;
+    expect_status(res, StatusCode::CREATED, "POST /auth/signup").await?;
+    let res = session
+        .post(server.url("/users/@me/projects"))
+        .json(&json!({"name": "Benchmark"}))
+        .send()
+        .await?;
+    let project = expect_status(res, StatusCode::CREATED, "POST /users/@me/projects").await?;
+    let project_id = project["id"]
+        .as_str()
+        .context("the project has no id")?
+        .to_owned();
+    let secret = project["secretKey"]
+        .as_str()
+        .context("the project has no secretKey")?
+        .to_owned();
+
+    let started = Instant::now();
+    let mut conn = SqliteConnectOptions::from_str(&server.config.database_url)
+        .context("the server's SQLite URL")?
+        .connect()
+        .await
+        .context("opening the server's database")?;
+    let now = herald_core::clock::system().now();
+    let id: uuid::Uuid = project_id.parse().context("the project id")?;
+    crate::segments::seed_rows(&mut conn, id, opts.count, now).await?;
+    sqlx::query("ANALYZE").execute(&mut conn).await?;
+    crate::segments::settle_wal(&mut conn).await?;
+    println!(
+        "{} contacts seeded in {:.1} s (SQLite)",
+        opts.count,
+        started.elapsed().as_secs_f64()
+    );
+
+    // A contact in the middle of the table, through the API.
+    let middle = opts.count / 2 + 1;
+    let res = session
+        .get(server.url(&format!("/contacts?search=user{middle}%40&limit=1")))
+        .bearer_auth(&secret)
+        .send()
+        .await?;
+    let found = expect_status(res, StatusCode::OK, "GET /contacts?search").await?;
+    let contact = found["data"][0]["id"]
+        .as_str()
+        .with_context(|| format!("no contact user{middle}@example.com: {found}"))?
+        .to_owned();
+
+    let base = format!("/app/p/{project_id}");
+    // A prefix that matches about a hundred contacts ("user1234" matches user1234,
+    // user12340..user12349, user123400.. at 1,000,000).
+    let prefix = format!("user{}", middle / 100);
+    let pages = [
+        ("home", format!("{base}/")),
+        ("contacts", format!("{base}/contacts")),
+        (
+            "email-prefix search",
+            format!("{base}/contacts?search={prefix}"),
+        ),
+        ("contact", format!("{base}/contacts/{contact}")),
+    ];
+    println!("p50 / p95 of {RUNS} requests each, one at a time (target p95 < 50 ms):");
+    for (name, path) in &pages {
+        let times = time_page(&session, &server.url(path), name).await?;
+        let (p50, p95) = (percentile(&times, 50), percentile(&times, 95));
+        let verdict = if p95 < 50.0 { "ok" } else { "over target" };
+        println!("  {name:<20} {p50:>7.1} ms / {p95:>7.1} ms  {verdict}");
+    }
+
+    let home = session.get(server.url(&format!("{base}/"))).send().await?;
+    let html = home.text().await?;
+    let (raw, gzipped) = asset_sizes(&session, &server, &html).await?;
+    println!(
+        "shipped JS + CSS: {:.1} KB, {:.1} KB gzipped (target < 100 KB)",
+        raw as f64 / 1024.0,
+        gzipped as f64 / 1024.0
+    );
+    server.shutdown().await
+}
+
+/// One warm-up, then [`RUNS`] timed requests; each must answer 200 with HTML.
+async fn time_page(client: &Client, url: &str, name: &str) -> anyhow::Result<Vec<Duration>> {
+    let mut times = Vec::with_capacity(RUNS);
+    for i in 0..=RUNS {
+        let t = Instant::now();
+        let res = client.get(url).send().await?;
+        let status = res.status();
+        let body = res.bytes().await?;
+        let elapsed = t.elapsed();
+        if status != StatusCode::OK {
+            bail!(
+                "{name}: {url} answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+        if i > 0 {
+            times.push(elapsed);
+        }
+    }
+    times.sort();
+    Ok(times)
+}
+
+/// The stylesheets and scripts a page links (`/app/assets/...css|js`), fetched as served:
+/// their total size and their total gzipped with `gzip -9`.
+async fn asset_sizes(
+    client: &Client,
+    server: &Server,
+    html: &str,
+) -> anyhow::Result<(usize, usize)> {
+    let mut urls: Vec<&str> = html
+        .split('"')
+        .filter(|s| s.starts_with("/app/assets/") && (s.ends_with(".css") || s.ends_with(".js")))
+        .collect();
+    urls.sort_unstable();
+    urls.dedup();
+    ensure!(
+        !urls.is_empty(),
+        "the home page links no stylesheet or script"
+    );
+    let (mut raw, mut gzipped) = (0, 0);
+    for url in urls {
+        let res = client.get(server.url(url)).send().await?;
+        ensure!(res.status() == StatusCode::OK, "{url}: {}", res.status());
+        let bytes = res.bytes().await?;
+        raw += bytes.len();
+        gzipped += gzip_len(&bytes).with_context(|| format!("gzipping {url}"))?;
+    }
+    Ok((raw, gzipped))
+}
+
+fn gzip_len(bytes: &[u8]) -> anyhow::Result<usize> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("gzip")
+        .arg("-9")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("running gzip (needed to measure the gzipped size)")?;
+    child
+        .stdin
+        .take()
+        .context("gzip's stdin")?
+        .write_all(bytes)?;
+    let out = child.wait_with_output()?;
+    ensure!(out.status.success(), "gzip failed");
+    Ok(out.stdout.len())
+}
