@@ -65,16 +65,38 @@ pub async fn allowance(
         return Ok(Allowance::Uncapped);
     }
     let (key, ..) = period(now);
-    let used: Option<(i64,)> = db_tx!(tx, |conn| {
-        sqlx::query_as(
-            "SELECT count FROM billing_usage WHERE project_id = $1 AND period = $2 AND category = $3",
-        )
-        .bind(project_id)
-        .bind(&key)
-        .bind(category.as_str())
-        .fetch_optional(&mut *conn)
-        .await?
-    });
+    // On PostgreSQL the month's usage row is created if missing and locked until the commit,
+    // so transactions writing at once (batches of one node, or other nodes) check the cap one
+    // after another and each sees what the others counted. SQLite has one writer.
+    let used: Option<(i64,)> = db_tx_each!(
+        tx,
+        sqlite
+            | conn
+            | {
+                sqlx::query_as(
+                "SELECT count FROM billing_usage WHERE project_id = $1 AND period = $2 AND category = $3",
+            )
+            .bind(project_id)
+            .bind(&key)
+            .bind(category.as_str())
+            .fetch_optional(&mut *conn)
+            .await?
+            },
+        postgres
+            | conn
+            | {
+                sqlx::query_as(
+                "INSERT INTO billing_usage (project_id, period, category, count) VALUES ($1, $2, $3, 0) \
+                 ON CONFLICT (project_id, period, category) DO UPDATE SET count = billing_usage.count \
+                 RETURNING count",
+            )
+            .bind(project_id)
+            .bind(&key)
+            .bind(category.as_str())
+            .fetch_optional(&mut *conn)
+            .await?
+            },
+    );
     Ok(
         if limits.allows(category, used.map_or(0, |u| u.0), adding) {
             Allowance::Within

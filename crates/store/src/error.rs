@@ -16,6 +16,19 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+impl StoreError {
+    /// A PostgreSQL deadlock (`40P01`) or serialization failure (`40001`): the transaction
+    /// was chosen as the victim and may be run again as it was.
+    pub fn is_transient_conflict(&self) -> bool {
+        match self {
+            StoreError::Db(sqlx::Error::Database(db)) => {
+                matches!(db.code().as_deref(), Some("40P01" | "40001"))
+            }
+            _ => false,
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         if let sqlx::Error::Database(db) = &e

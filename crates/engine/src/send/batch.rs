@@ -23,8 +23,8 @@ use std::sync::{Arc, OnceLock};
 
 use herald_core::clock::SharedClock;
 use herald_core::ids::Uuid;
-use herald_store::{Store, StoreError, Tx};
-use tokio::sync::{mpsc, oneshot};
+use herald_store::{Dialect, Store, StoreError, Tx};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::accept::{AcceptError, AcceptRequest, Accepted, Staged};
 use crate::track::{TrackPlan, TrackRows, Tracked};
@@ -35,6 +35,13 @@ pub const MAX_REQUESTS: usize = 256;
 pub const MAX_RECIPIENTS: usize = 1024;
 /// Most attachment bytes in one transaction, so one batch never holds the writer for long.
 pub const MAX_BLOB_BYTES: usize = 16 * 1024 * 1024;
+/// Batches written at once on PostgreSQL, each on a connection of its own. A batch's
+/// statements are round trips one after another, so a single writer is bound by latency, not
+/// by the server; SQLite has one writer and one batch at a time.
+pub const POSTGRES_WRITERS: usize = 4;
+/// Times a batch chosen as a deadlock victim on PostgreSQL is written again whole before it
+/// falls back to a savepoint per request.
+const TRANSIENT_RETRIES: usize = 3;
 
 /// One request of a batch.
 pub(crate) enum Work {
@@ -185,7 +192,14 @@ impl Acceptor {
     pub(crate) async fn submit_work(&self, req: Work) -> Answer {
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(4 * MAX_REQUESTS);
-            tokio::spawn(run(self.ctx.clone(), self.stats.clone(), rx));
+            let writers = match self.ctx.store.dialect() {
+                Dialect::Sqlite => 1,
+                Dialect::Postgres => POSTGRES_WRITERS,
+            };
+            let rx = Arc::new(Mutex::new(rx));
+            for _ in 0..writers {
+                tokio::spawn(run(self.ctx.clone(), self.stats.clone(), rx.clone()));
+            }
             tx
         });
         let (reply, answer) = oneshot::channel();
@@ -202,30 +216,36 @@ fn stopped() -> AcceptError {
     )))
 }
 
-async fn run(ctx: BatchContext, stats: Arc<Stats>, mut rx: mpsc::Receiver<Pending>) {
-    // A request that did not fit the previous batch starts the next one.
+/// One writer: takes the waiting requests as a batch (the queue is shared by the writers, one
+/// gathering at a time), writes them, answers them, and again.
+async fn run(ctx: BatchContext, stats: Arc<Stats>, rx: Arc<Mutex<mpsc::Receiver<Pending>>>) {
+    // A request that did not fit the previous batch starts this writer's next one.
     let mut carry: Option<Pending> = None;
     loop {
-        let first = match carry.take() {
-            Some(p) => p,
-            None => match rx.recv().await {
+        let batch = {
+            let mut rx = rx.lock().await;
+            let first = match carry.take() {
                 Some(p) => p,
-                None => return,
-            },
-        };
-        let mut recipients = first.req.recipients();
-        let mut bytes = first.req.blob_bytes();
-        let mut batch = vec![first];
-        while batch.len() < MAX_REQUESTS {
-            let Ok(next) = rx.try_recv() else { break };
-            recipients += next.req.recipients();
-            bytes += next.req.blob_bytes();
-            if recipients > MAX_RECIPIENTS || bytes > MAX_BLOB_BYTES {
-                carry = Some(next);
-                break;
+                None => match rx.recv().await {
+                    Some(p) => p,
+                    None => return,
+                },
+            };
+            let mut recipients = first.req.recipients();
+            let mut bytes = first.req.blob_bytes();
+            let mut batch = vec![first];
+            while batch.len() < MAX_REQUESTS {
+                let Ok(next) = rx.try_recv() else { break };
+                recipients += next.req.recipients();
+                bytes += next.req.blob_bytes();
+                if recipients > MAX_RECIPIENTS || bytes > MAX_BLOB_BYTES {
+                    carry = Some(next);
+                    break;
+                }
+                batch.push(next);
             }
-            batch.push(next);
-        }
+            batch
+        };
         let reqs: Vec<&Work> = batch.iter().map(|p| &p.req).collect();
         let answers = write_batch(&ctx, &stats, &reqs).await;
         for (p, answer) in batch.into_iter().zip(answers) {
@@ -244,7 +264,14 @@ async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&Work]) -> Vec<A
     stats
         .requests
         .fetch_add(reqs.len() as u64, Ordering::Relaxed);
-    match write_shared(ctx, reqs).await {
+    let mut shared = write_shared(ctx, reqs).await;
+    for _ in 0..TRANSIENT_RETRIES {
+        match &shared {
+            Err(e) if e.is_transient_conflict() => shared = write_shared(ctx, reqs).await,
+            _ => break,
+        }
+    }
+    match shared {
         Ok(answers) => answers,
         Err(e) => {
             if reqs.len() > 1 {

@@ -16,6 +16,8 @@ use crate::mail_setup::{DOMAIN, mail_world};
 both_engines!(
     limits_are_read_by_members_and_changed_by_managers,
     sends_over_the_cap_are_refused_and_nothing_is_queued,
+    concurrent_sends_never_pass_the_cap,
+    a_cap_check_waits_for_the_transaction_that_counted_before_it,
     a_campaign_over_the_cap_is_refused,
 );
 
@@ -215,6 +217,87 @@ async fn sends_over_the_cap_are_refused_and_nothing_is_queued(engine: Engine) {
     )
     .await;
     w.sink.wait_for(4, Duration::from_secs(30)).await;
+}
+
+/// Sends arriving together are written by several transactions at once on PostgreSQL (the
+/// acceptance writers, or other nodes): each checks the cap after the others' counts, so
+/// exactly the cap goes through.
+async fn concurrent_sends_never_pass_the_cap(engine: Engine) {
+    let w = mail_world(engine, |_| {}).await;
+    let (app, p) = (&w.app, &w.project);
+    expect_json(
+        limits(app, p, Method::PUT, Some(&json!({"transactional": 25}))).await,
+        200,
+    )
+    .await;
+    let mut calls = Vec::new();
+    for i in 0..60 {
+        let body = json!({"to": format!("r{i}@example.org"), "from": format!("hi@{DOMAIN}"),
+            "subject": "S", "body": "<p>B</p>"});
+        let req = app
+            .client
+            .post(app.url("/v1/send"))
+            .bearer_auth(&p.secret_key)
+            .json(&body);
+        calls.push(tokio::spawn(req.send()));
+    }
+    let (mut sent, mut refused) = (0, 0);
+    for c in calls {
+        match c.await.unwrap().unwrap().status().as_u16() {
+            200 => sent += 1,
+            402 => refused += 1,
+            s => panic!("unexpected status {s}"),
+        }
+    }
+    assert_eq!((sent, refused), (25, 35));
+    assert_eq!(consumption(app, p).await["transactional"], 25);
+    let emails = expect_json(app.get("/emails?limit=100", &p.secret_key).await, 200).await;
+    assert_eq!(emails["data"].as_array().unwrap().len(), 25);
+}
+
+/// Two transactions checking the same cap (two acceptance writers, or two nodes): the second
+/// check waits until the first transaction, which took the last message of the cap, commits,
+/// and then sees it. (PostgreSQL locks the month's usage row; SQLite has one writer.)
+async fn a_cap_check_waits_for_the_transaction_that_counted_before_it(engine: Engine) {
+    use herald_core::billing::Category;
+    use herald_store::billing::{Allowance, allowance, count};
+    let app = engine.app().await;
+    let p = app.project().await;
+    expect_json(
+        limits(&app, &p, Method::PUT, Some(&json!({"transactional": 1}))).await,
+        200,
+    )
+    .await;
+    let project: uuid::Uuid = p.id.parse().unwrap();
+    let store = app.engine.store.clone();
+    let now = app.engine.now();
+    let mut first = store.begin().await.unwrap();
+    let a = allowance(&mut first, project, Category::Transactional, 1, now)
+        .await
+        .unwrap();
+    assert!(matches!(a, Allowance::Within));
+    count(&mut first, project, Category::Transactional, 1, now)
+        .await
+        .unwrap();
+    let second = tokio::spawn(async move {
+        let mut tx = store.begin().await.unwrap();
+        let a = allowance(&mut tx, project, Category::Transactional, 1, now)
+            .await
+            .unwrap();
+        drop(tx);
+        a
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !second.is_finished(),
+        "the second check went ahead of the first transaction's commit"
+    );
+    first.commit().await.unwrap();
+    let a = tokio::time::timeout(Duration::from_secs(10), second)
+        .await
+        .expect("the second check goes on after the commit")
+        .unwrap();
+    assert!(matches!(a, Allowance::Over), "{a:?}");
 }
 
 async fn a_campaign_over_the_cap_is_refused(engine: Engine) {
