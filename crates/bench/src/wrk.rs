@@ -100,12 +100,15 @@ fn parse_result(stdout: &str) -> anyhow::Result<WrkResult> {
 pub struct Baseline {
     child: Child,
     pub url: String,
+    /// Whether the durable write is `/postgres` (started with `--postgres`) or `/sqlite`.
+    postgres: bool,
     _dir: tempfile::TempDir,
 }
 
 impl Baseline {
-    /// `None` (with a notice) when the baseline is not built.
-    pub async fn start(perf: &Path) -> anyhow::Result<Option<Baseline>> {
+    /// `None` (with a notice) when the baseline is not built. With `postgres` (a database
+    /// URL), its durable write is one committed INSERT in that PostgreSQL (`/postgres`).
+    pub async fn start(perf: &Path, postgres: Option<&str>) -> anyhow::Result<Option<Baseline>> {
         let bin = perf.join("baseline/target/release/perf-baseline");
         if !bin.is_file() {
             println!(
@@ -116,10 +119,15 @@ impl Baseline {
         }
         let addr = crate::server::free_loopback_addr()?;
         let dir = tempfile::tempdir()?;
-        let child = Command::new(bin)
+        let mut command = Command::new(bin);
+        command
             .arg(&addr)
             .arg("--db")
-            .arg(dir.path().join("baseline.db"))
+            .arg(dir.path().join("baseline.db"));
+        if let Some(url) = postgres {
+            command.arg("--postgres").arg(url);
+        }
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -132,6 +140,7 @@ impl Baseline {
                 return Ok(Some(Baseline {
                     child,
                     url,
+                    postgres: postgres.is_some(),
                     _dir: dir,
                 }));
             }
@@ -140,9 +149,14 @@ impl Baseline {
         bail!("the perf baseline did not answer on {url}")
     }
 
-    /// `POST /sqlite` (one durable write per request) with the harness's track body.
-    pub async fn sqlite(&self, perf: &Path, secs: u64, conns: usize) -> anyhow::Result<WrkResult> {
-        let url = format!("{}/sqlite", self.url);
+    /// The durable write's path: `/postgres` or `/sqlite`.
+    pub fn durable_path(&self) -> &'static str {
+        if self.postgres { "/postgres" } else { "/sqlite" }
+    }
+
+    /// One durable write per request (`/sqlite`, or `/postgres`) with the harness's track body.
+    pub async fn durable(&self, perf: &Path, secs: u64, conns: usize) -> anyhow::Result<WrkResult> {
+        let url = format!("{}{}", self.url, self.durable_path());
         run(perf, "track.lua", &url, "", secs, conns, &[]).await
     }
 
