@@ -151,7 +151,11 @@ impl Baseline {
 
     /// The durable write's path: `/postgres` or `/sqlite`.
     pub fn durable_path(&self) -> &'static str {
-        if self.postgres { "/postgres" } else { "/sqlite" }
+        if self.postgres {
+            "/postgres"
+        } else {
+            "/sqlite"
+        }
     }
 
     /// One durable write per request (`/sqlite`, or `/postgres`) with the harness's track body.
