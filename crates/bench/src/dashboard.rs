@@ -17,7 +17,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 
 use crate::Options;
 use crate::contacts::percentile;
-use crate::server::{Server, expect_status};
+use crate::server::{Server, expect_status, signed_up_project};
 
 /// Requests per page (after one warm-up).
 const RUNS: usize = 60;
@@ -32,18 +32,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<()> {
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
-    let res = session
-        .post(server.url("/auth/signup"))
-        .json(&json!({"email": "bench@example.com", "password": "benchmark password"}))
-        .send()
-        .await?;
-    expect_status(res, StatusCode::CREATED, "POST /auth/signup").await?;
-    let res = session
-        .post(server.url("/users/@me/projects"))
-        .json(&json!({"name": "Benchmark"}))
-        .send()
-        .await?;
-    let project = expect_status(res, StatusCode::CREATED, "POST /users/@me/projects").await?;
+    let project = signed_up_project(&server, &session).await?;
     let project_id = project["id"]
         .as_str()
         .context("the project has no id")?

@@ -174,6 +174,19 @@ pub async fn project_key(server: &Server) -> anyhow::Result<String> {
 /// Signs up a user and creates a project; returns its (public, secret) keys.
 pub async fn project_keys(server: &Server) -> anyhow::Result<(String, String)> {
     let session = Client::builder().cookie_store(true).build()?;
+    let project = signed_up_project(server, &session).await?;
+    let key = |name: &str| {
+        project[name]
+            .as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("the project has no {name}"))
+    };
+    Ok((key("publicKey")?, key("secretKey")?))
+}
+
+/// Signs a new user up through `session` (a client keeping cookies, which stays signed in)
+/// and creates a project; returns the project as the API answered it.
+pub async fn signed_up_project(server: &Server, session: &Client) -> anyhow::Result<Value> {
     let email = format!("bench-{}@example.com", uuid::Uuid::new_v4().simple());
     let res = session
         .post(server.url("/auth/signup"))
@@ -186,14 +199,7 @@ pub async fn project_keys(server: &Server) -> anyhow::Result<(String, String)> {
         .json(&json!({"name": "Benchmark"}))
         .send()
         .await?;
-    let project = expect_status(res, StatusCode::CREATED, "POST /users/@me/projects").await?;
-    let key = |name: &str| {
-        project[name]
-            .as_str()
-            .map(str::to_owned)
-            .with_context(|| format!("the project has no {name}"))
-    };
-    Ok((key("publicKey")?, key("secretKey")?))
+    expect_status(res, StatusCode::CREATED, "POST /users/@me/projects").await
 }
 
 /// The JSON body of a response with the expected status, or an error showing the body.

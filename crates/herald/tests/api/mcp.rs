@@ -370,34 +370,14 @@ async fn a_key_never_reaches_another_project(engine: Engine) {
         .await;
     let id = contact["id"].as_str().unwrap();
     let client = http(&app, &b.secret_key, Person::approving()).await;
-    refused(
-        &client,
-        "get_contact",
-        json!({"id": id}),
-        "CONTACT_NOT_FOUND",
-    )
-    .await;
-    refused(
-        &client,
-        "get_contact",
-        json!({"email": "ada@example.com"}),
-        "CONTACT_NOT_FOUND",
-    )
-    .await;
-    refused(
-        &client,
-        "update_contact",
-        json!({"id": id, "subscribed": false}),
-        "CONTACT_NOT_FOUND",
-    )
-    .await;
-    refused(
-        &client,
-        "delete_contact",
-        json!({"id": id}),
-        "CONTACT_NOT_FOUND",
-    )
-    .await;
+    for (tool, args) in [
+        ("get_contact", json!({"id": id})),
+        ("get_contact", json!({"email": "ada@example.com"})),
+        ("update_contact", json!({"id": id, "subscribed": false})),
+        ("delete_contact", json!({"id": id})),
+    ] {
+        refused(&client, tool, args, "CONTACT_NOT_FOUND").await;
+    }
     let page = ok(&client, "list_contacts", json!({})).await;
     assert_eq!(page["data"], json!([]));
     let still = expect_json(
