@@ -1,7 +1,9 @@
 //! Inbound mail (DECISIONS.md "SMTP: submission and inbound mail", Inbound): a message the MX
 //! listener (or an SES receipt notification) accepted for addresses on verified domains.
 //!
-//! Invariants, all in one transaction per message (nothing half-recorded):
+//! A message is written through the acceptance batcher ([`crate::send::batch`]): messages that
+//! arrive together share one commit, and a message is answered only after the commit holding
+//! its rows. Invariants, per message (nothing half-recorded: a failing message is undone alone):
 //! - A verified domain belongs to one project (the store's partial unique index), so each
 //!   recipient has at most one project; recipients on no verified domain never get here (the
 //!   listener refuses them at RCPT, `550 5.1.1`).
@@ -18,15 +20,17 @@ use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::kinds::TemplateType;
 use herald_mail::inbound::InboundParts;
-use herald_store::StoreResult;
 use herald_store::blobs::{self, AttachmentRef};
 use herald_store::contacts::{ContactUpsert, upsert_contact};
 use herald_store::events::{Links, insert_linked_event};
 use herald_store::messages::{self, MessageStatus, NewMessage};
+use herald_store::{StoreError, StoreResult, Tx};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::Engine;
+use crate::send::accept::AcceptError;
+use crate::send::batch::{Done, Work, mismatch};
 
 /// The `source` of inbound message rows.
 pub const INBOUND_SOURCE: &str = "inbound";
@@ -83,24 +87,84 @@ impl Engine {
             .map(|d| d.project_id))
     }
 
-    /// Records `m` for every project among its recipients, in one transaction. With a
-    /// `receipt` (source, id) of a notification, a replay records nothing (empty answer).
+    /// Records `m` for every project among its recipients, in one transaction (shared with the
+    /// other messages, sends and events written at the same moment). With a `receipt` (source,
+    /// id) of a notification, a replay records nothing (empty answer).
     pub async fn receive_inbound(
         &self,
         m: &InboundMessage,
         receipt: Option<(&str, &str)>,
     ) -> StoreResult<Vec<ReceivedIn>> {
-        let mut groups: Vec<(Uuid, Vec<&EmailAddress>)> = Vec::new();
+        let mut groups: Vec<(Uuid, Vec<EmailAddress>)> = Vec::new();
         for r in &m.recipients {
             let Some(project) = self.inbound_project(r).await? else {
                 continue;
             };
             match groups.iter_mut().find(|(p, _)| *p == project) {
-                Some((_, rs)) => rs.push(r),
-                None => groups.push((project, vec![r])),
+                Some((_, rs)) => rs.push(r.clone()),
+                None => groups.push((project, vec![r.clone()])),
             }
         }
-        let now = self.now();
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let plan = InboundPlan {
+            message: m.clone(),
+            groups,
+            receipt: receipt.map(|(s, id)| (s.to_owned(), id.to_owned())),
+        };
+        match self
+            .acceptor
+            .submit_work(Work::Inbound(Box::new(plan)))
+            .await
+        {
+            Ok(Done::Received(out)) => Ok(out),
+            Ok(_) => Err(store_error(mismatch())),
+            Err(e) => Err(store_error(e)),
+        }
+    }
+}
+
+/// The store error behind a refused write (an inbound message is refused by nothing else).
+fn store_error(e: AcceptError) -> StoreError {
+    match e {
+        AcceptError::Store(e) => e,
+        other => StoreError::Other(anyhow::anyhow!("{other}")),
+    }
+}
+
+/// A received message with its recipients grouped by project, ready to be written.
+pub(crate) struct InboundPlan {
+    message: InboundMessage,
+    groups: Vec<(Uuid, Vec<EmailAddress>)>,
+    receipt: Option<(String, String)>,
+}
+
+impl InboundPlan {
+    /// Messages this plan writes (one per project).
+    pub(crate) fn recipients(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Raw bytes this plan stores.
+    pub(crate) fn blob_bytes(&self) -> usize {
+        self.message.raw.len()
+    }
+
+    /// (project, sender) of each contact this plan upserts.
+    pub(crate) fn senders(&self) -> impl Iterator<Item = (Uuid, &str)> {
+        let from = self.message.parts.from.as_str();
+        self.groups.iter().map(move |(p, _)| (*p, from))
+    }
+
+    /// Writes the plan's rows in `tx`.
+    pub(crate) async fn stage(&self, tx: &mut Tx, now: i64) -> StoreResult<Vec<ReceivedIn>> {
+        let m = &self.message;
+        if let Some((source, id)) = &self.receipt
+            && !herald_store::feedback::claim_receipt(tx, source, id, now).await?
+        {
+            return Ok(Vec::new());
+        }
         let sha256 = hex::encode(Sha256::digest(&m.raw));
         let p = &m.parts;
         let text = prefix(&p.text, EVENT_TEXT_MAX);
@@ -109,16 +173,10 @@ impl Engine {
         let html = herald_core::template::html_escape(text);
         let headers = Value::Object(serde_json::Map::new());
         let verdicts = format!("spf={} dkim={} dmarc={}", m.spf, m.dkim, m.dmarc);
-        let mut tx = self.store.begin().await?;
-        if let Some((source, id)) = receipt
-            && !herald_store::feedback::claim_receipt(&mut tx, source, id, now).await?
-        {
-            return Ok(Vec::new());
-        }
-        let mut out = Vec::with_capacity(groups.len());
-        for (project_id, rcpts) in &groups {
+        let mut out = Vec::with_capacity(self.groups.len());
+        for (project_id, rcpts) in &self.groups {
             let contact = upsert_contact(
-                &mut tx,
+                tx,
                 &ContactUpsert {
                     project_id: *project_id,
                     email: p.from.as_str(),
@@ -130,7 +188,7 @@ impl Engine {
             )
             .await?
             .contact;
-            blobs::put(&mut tx, *project_id, &sha256, &m.raw, now).await?;
+            blobs::put(tx, *project_id, &sha256, &m.raw, now).await?;
             let id = new_id();
             let message_id_header = p
                 .message_id
@@ -138,7 +196,7 @@ impl Engine {
                 .unwrap_or_else(|| format!("{id}@inbound.herald"));
             let to = rcpts.first().map_or("", |r| r.as_str());
             messages::insert_many(
-                &mut tx,
+                tx,
                 &[NewMessage {
                     id,
                     project_id: *project_id,
@@ -165,7 +223,7 @@ impl Engine {
             )
             .await?;
             blobs::add_refs(
-                &mut tx,
+                tx,
                 &[AttachmentRef {
                     message_id: id,
                     position: 0,
@@ -178,7 +236,7 @@ impl Engine {
             let data = json!({"messageId": id, "from": p.from.as_str(), "to": to,
                 "subject": p.subject, "text": text, "spf": m.spf, "dkim": m.dkim, "dmarc": m.dmarc});
             insert_linked_event(
-                &mut tx,
+                tx,
                 *project_id,
                 Some(contact.id),
                 Links::message(id, None),
@@ -192,7 +250,6 @@ impl Engine {
                 message_id: id,
             });
         }
-        tx.commit().await?;
         Ok(out)
     }
 }

@@ -185,7 +185,7 @@ impl Engine {
     pub async fn track(&self, plan: TrackPlan) -> Result<Tracked, AcceptError> {
         match self.acceptor.submit_work(Work::Track(plan)).await? {
             Done::Tracked(t) => Ok(t),
-            Done::Sent(_) => Err(crate::send::batch::mismatch()),
+            _ => Err(crate::send::batch::mismatch()),
         }
     }
 
@@ -200,7 +200,7 @@ impl Engine {
             .into_iter()
             .map(|answer| match answer? {
                 Done::Tracked(t) => Ok(t),
-                Done::Sent(_) => Err(crate::send::batch::mismatch()),
+                _ => Err(crate::send::batch::mismatch()),
             })
             .collect()
     }

@@ -37,6 +37,20 @@ pub enum Backend {
 pub struct Reply {
     pub status: u16,
     pub body: Value,
+    /// The body's own text when it is a JSON object: the tool result's text content, so the
+    /// answer is not serialised a second time.
+    pub text: Option<String>,
+}
+
+impl Reply {
+    fn from_bytes(status: u16, bytes: &[u8]) -> Reply {
+        let body = parse(bytes);
+        let text = match body {
+            Value::Object(_) => std::str::from_utf8(bytes).ok().map(str::to_owned),
+            _ => None,
+        };
+        Reply { status, body, text }
+    }
 }
 
 /// What the in-process call carries over from the `/mcp` request.
@@ -107,10 +121,7 @@ async fn in_process(
         .await
         .map_err(|e| Refusal::internal(format!("reading {}: {e}", call.target)))?
         .to_bytes();
-    Ok(Reply {
-        status,
-        body: parse(&bytes),
-    })
+    Ok(Reply::from_bytes(status, &bytes))
 }
 
 async fn remote(
@@ -156,10 +167,7 @@ async fn remote(
             ),
         )
     })?;
-    Ok(Reply {
-        status,
-        body: parse(&bytes),
-    })
+    Ok(Reply::from_bytes(status, &bytes))
 }
 
 fn parse(bytes: &[u8]) -> Value {

@@ -83,7 +83,7 @@ impl HeraldTools {
         {
             let found = backend.send(&lookup_by_email(&email), caller).await?;
             if found.status != 200 {
-                return Ok(from_reply(found.status, found.body));
+                return Ok(from_reply(found));
             }
             let Some(id) = found.body["found"][0]["id"].as_str() else {
                 return Err(Refusal::new(404, "CONTACT_NOT_FOUND", "Contact not found"));
@@ -95,7 +95,7 @@ impl HeraldTools {
         }
         let call = rest_call(spec, args)?;
         let reply = backend.send(&call, caller).await?;
-        Ok(from_reply(reply.status, reply.body))
+        Ok(from_reply(reply))
     }
 }
 

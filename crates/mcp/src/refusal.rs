@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::backend::Reply;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
@@ -65,7 +66,8 @@ impl fmt::Display for Refusal {
 }
 
 /// The tool result of a REST answer.
-pub fn from_reply(status: u16, body: Value) -> CallToolResult {
+pub fn from_reply(reply: Reply) -> CallToolResult {
+    let Reply { status, body, text } = reply;
     if (200..300).contains(&status) {
         let structured = match body {
             Value::Object(_) => body,
@@ -73,7 +75,9 @@ pub fn from_reply(status: u16, body: Value) -> CallToolResult {
             // structuredContent is an object: lists travel under `items`.
             other => json!({"items": other}),
         };
-        let mut result = CallToolResult::success(vec![ContentBlock::text(structured.to_string())]);
+        // The REST answer's own text when it is the object itself (not written again).
+        let text = text.unwrap_or_else(|| structured.to_string());
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = Some(structured);
         return result;
     }

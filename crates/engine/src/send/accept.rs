@@ -710,7 +710,7 @@ impl Engine {
                 Ok(_) => match written.next() {
                     Some(Ok(Done::Sent(accepted))) => Ok(accepted),
                     Some(Err(e)) => Err(e),
-                    Some(Ok(Done::Tracked(_))) => Err(super::batch::mismatch()),
+                    Some(Ok(_)) => Err(super::batch::mismatch()),
                     None => Err(AcceptError::Store(StoreError::Other(anyhow::anyhow!(
                         "no answer"
                     )))),

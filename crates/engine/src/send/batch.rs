@@ -1,7 +1,8 @@
-//! Acceptance by group commit: concurrent `/v1/send` and `/v1/track` requests share one write
-//! transaction.
+//! Acceptance by group commit: concurrent `/v1/send` and `/v1/track` requests and inbound
+//! messages share one write transaction.
 //!
-//! Requests (a [`Work`]: a send, or a tracked event of [`crate::track`]) are handed to one
+//! Requests (a [`Work`]: a send, a tracked event of [`crate::track`], or a received message of
+//! [`crate::inbound`]) are handed to one
 //! batcher task. It takes the first waiting request and every
 //! other request already waiting (at most [`MAX_REQUESTS`] requests, [`MAX_RECIPIENTS`]
 //! recipients, [`MAX_BLOB_BYTES`] of attachments), writes them in one transaction and commits
@@ -27,6 +28,7 @@ use herald_store::{Dialect, Store, StoreError, Tx};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::accept::{AcceptError, AcceptRequest, Accepted, Staged};
+use crate::inbound::{InboundPlan, ReceivedIn};
 use crate::track::{TrackPlan, TrackRows, Tracked};
 
 /// Most requests in one transaction.
@@ -48,6 +50,7 @@ pub(crate) enum Work {
     /// Boxed: a send is larger than a track, and both travel through the same queue.
     Send(Box<AcceptRequest>),
     Track(TrackPlan),
+    Inbound(Box<InboundPlan>),
 }
 
 /// What a written request answers.
@@ -55,6 +58,7 @@ pub(crate) enum Work {
 pub(crate) enum Done {
     Sent(Vec<Accepted>),
     Tracked(Tracked),
+    Received(Vec<ReceivedIn>),
 }
 
 pub(crate) type Answer = Result<Done, AcceptError>;
@@ -65,6 +69,7 @@ impl Work {
         match self {
             Work::Send(r) => r.recipients.len(),
             Work::Track(_) => 1,
+            Work::Inbound(m) => m.recipients(),
         }
     }
 
@@ -73,6 +78,7 @@ impl Work {
         match self {
             Work::Send(r) => r.blob_bytes(),
             Work::Track(_) => 0,
+            Work::Inbound(m) => m.blob_bytes(),
         }
     }
 }
@@ -105,6 +111,7 @@ impl<'a> Rows<'a> {
                         seen.insert((r.project_id(), recipient.email.as_str()));
                     }
                 }
+                Work::Inbound(m) => seen.extend(m.senders()),
             }
         }
         self.tracks.insert_new_contacts(tx, &fresh, now).await
@@ -114,6 +121,7 @@ impl<'a> Rows<'a> {
         match work {
             Work::Send(r) => r.stage(tx, &mut self.sends, now).await.map(Done::Sent),
             Work::Track(t) => t.stage(tx, &mut self.tracks, now).await.map(Done::Tracked),
+            Work::Inbound(m) => Ok(Done::Received(m.stage(tx, now).await?)),
         }
     }
 
@@ -184,7 +192,7 @@ impl Acceptor {
     pub(crate) async fn submit(&self, req: AcceptRequest) -> Result<Vec<Accepted>, AcceptError> {
         match self.submit_work(Work::Send(Box::new(req))).await? {
             Done::Sent(accepted) => Ok(accepted),
-            Done::Tracked(_) => Err(mismatch()),
+            _ => Err(mismatch()),
         }
     }
 

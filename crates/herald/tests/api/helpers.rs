@@ -387,3 +387,21 @@ pub async fn raw_sql(app: &TestApp, statements: &[&str]) {
             .unwrap_or_else(|e| panic!("{q}: {e}"));
     }
 }
+
+/// Runs statements on the app's database, bypassing the app (to install a fault).
+pub async fn run_sql(app: &TestApp, statements: &[&str]) {
+    if app.config.database_schema.is_some() {
+        raw_sql(app, statements).await;
+        return;
+    }
+    use sqlx::Connection as _;
+    let mut conn = sqlx::SqliteConnection::connect(&app.config.database_url)
+        .await
+        .expect("sqlite");
+    for q in statements {
+        sqlx::query(sqlx::AssertSqlSafe(*q))
+            .execute(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+}

@@ -9,7 +9,7 @@ use herald_mail::dkim::{DkimSigner, dkim_txt_value, generate_rsa_2048};
 use serde_json::{Value, json};
 
 use crate::both_engines;
-use crate::helpers::{Engine, TestApp, expect_json};
+use crate::helpers::{Engine, TestApp, expect_json, run_sql};
 use crate::mail_setup::{DOMAIN, MailWorld, mail_world};
 use crate::smtp_client::RawSmtp;
 
@@ -18,6 +18,7 @@ both_engines!(
     inbound_verdicts_fail_for_an_altered_message_and_a_wrong_ip,
     inbound_refuses_unknown_recipients_and_mail_without_from,
     email_received_starts_a_workflow,
+    concurrent_messages_share_commits_and_a_failing_one_is_undone_alone,
 );
 
 const SENDER_DOMAIN: &str = "sender.example";
@@ -64,7 +65,17 @@ async fn deliver(
     to: &[&str],
     data: &[u8],
 ) -> crate::smtp_client::Answer {
-    let mut c = RawSmtp::connect(app.mx.unwrap()).await;
+    deliver_at(app.mx.unwrap(), mail_from, to, data).await
+}
+
+/// [`deliver`] to the MX listener at `mx`.
+async fn deliver_at(
+    mx: std::net::SocketAddr,
+    mail_from: &str,
+    to: &[&str],
+    data: &[u8],
+) -> crate::smtp_client::Answer {
+    let mut c = RawSmtp::connect(mx).await;
     c.expect(&format!("EHLO mx.{SENDER_DOMAIN}"), 250).await;
     let mut d = data.to_vec();
     d.extend_from_slice(b".\r\n");
@@ -78,7 +89,12 @@ fn queued_id(text: &str) -> String {
 
 /// The `email.received` activity entries of the project.
 async fn received(app: &TestApp, key: &str) -> Vec<Value> {
-    let v = expect_json(app.get("/activity?type=email.received", key).await, 200).await;
+    let v = expect_json(
+        app.get("/activity?type=email.received&limit=100", key)
+            .await,
+        200,
+    )
+    .await;
     v["data"].as_array().cloned().unwrap_or_default()
 }
 
@@ -292,4 +308,77 @@ async fn email_received_starts_a_workflow(engine: Engine) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Inbound messages go through the acceptance batcher: messages arriving together share a
+/// commit, each is answered after its commit, and a message whose rows fail (an injected fault
+/// on one subject) is answered `451` and undone alone while the others are recorded once.
+async fn concurrent_messages_share_commits_and_a_failing_one_is_undone_alone(engine: Engine) {
+    let (w, signer) = world(engine).await;
+    let sk = &w.project.secret_key;
+    let fault: &[&str] = match engine {
+        Engine::Sqlite => &["CREATE TRIGGER poison BEFORE INSERT ON messages \
+             WHEN NEW.subject = 'poison' BEGIN SELECT RAISE(ABORT, 'injected fault'); END"],
+        Engine::Postgres => &[
+            "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN IF NEW.subject = 'poison' THEN RAISE EXCEPTION 'injected fault'; \
+             END IF; RETURN NEW; END $$",
+            "CREATE TRIGGER poison BEFORE INSERT ON messages \
+             FOR EACH ROW EXECUTE FUNCTION poison()",
+        ],
+    };
+    run_sql(&w.app, fault).await;
+    let (_, requests_before) = w.app.engine.acceptor.stats();
+    const N: usize = 24;
+    let mut calls = Vec::new();
+    for i in 0..N {
+        let subject = if i == N / 2 {
+            "poison".to_owned()
+        } else {
+            format!("m{i}")
+        };
+        let from = format!("s{i}@{SENDER_DOMAIN}");
+        let signed = signer.sign(&message(&from, &subject, "Hello")).unwrap();
+        let mx = w.app.mx.unwrap();
+        calls.push(tokio::spawn(async move {
+            let a = deliver_at(mx, &from, &[SUPPORT], &signed).await;
+            (subject, a)
+        }));
+    }
+    let mut accepted = Vec::new();
+    for c in calls {
+        let (subject, a) = c.await.unwrap();
+        if subject == "poison" {
+            assert_eq!((a.code, &a.text[..5]), (451, "4.3.0"), "{a:?}");
+        } else {
+            assert_eq!(a.code, 250, "{subject}: {a:?}");
+            accepted.push(queued_id(&a.text));
+        }
+    }
+    // Acknowledged = committed, once each; the failing message left nothing behind.
+    let list = expect_json(w.app.get("/emails?limit=100", sk).await, 200).await;
+    let mut listed: Vec<String> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect();
+    listed.sort();
+    accepted.sort();
+    assert_eq!(listed, accepted);
+    assert_eq!(received(&w.app, sk).await.len(), N - 1);
+    let poisoned = format!("s{}@{SENDER_DOMAIN}", N / 2);
+    let found = expect_json(
+        w.app
+            .post("/contacts/lookup", sk, &json!({"emails": [poisoned]}))
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(found["found"], json!([]), "no contact half-recorded");
+    let (_, requests) = w.app.engine.acceptor.stats();
+    assert!(
+        requests - requests_before >= N as u64,
+        "every message went through the batcher"
+    );
 }

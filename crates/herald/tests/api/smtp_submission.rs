@@ -13,7 +13,7 @@ use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use mail_parser::MessageParser;
 use serde_json::Value;
 
-use crate::helpers::{Engine, TestApp, expect_json};
+use crate::helpers::{Engine, TestApp, expect_json, run_sql};
 use crate::mail_setup::{DOMAIN, MailWorld, mail_world, wait_status};
 use crate::smtp_client::{RawSmtp, cert_path};
 use crate::{both_engines, both_engines_with_python};
@@ -416,24 +416,6 @@ async fn store_failure_during_data_is_451_with_nothing_recorded(engine: Engine) 
     assert_eq!(a.code, 250, "the client's retry goes through: {a:?}");
     wait_status(&w.app, sk, &queued_id(&a.text), &["SENT"], WAIT).await;
     assert_eq!(emails(&w.app, sk).await.len(), 1, "recorded once");
-}
-
-/// Runs statements on the app's database, bypassing the app (to install a fault).
-async fn run_sql(app: &TestApp, statements: &[&str]) {
-    if app.config.database_schema.is_some() {
-        crate::helpers::raw_sql(app, statements).await;
-        return;
-    }
-    use sqlx::Connection as _;
-    let mut conn = sqlx::SqliteConnection::connect(&app.config.database_url)
-        .await
-        .expect("sqlite");
-    for q in statements {
-        sqlx::query(sqlx::AssertSqlSafe(*q))
-            .execute(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("{q}: {e}"));
-    }
 }
 
 async fn auth_needs_tls_when_a_certificate_is_configured(engine: Engine) {
