@@ -66,7 +66,7 @@ impl Store {
         let q = "SELECT \
             (SELECT COUNT(*) FROM domains WHERE project_id = $1), \
             (SELECT COUNT(*) FROM domains WHERE project_id = $1 AND verified), \
-            (SELECT COUNT(*) FROM contacts WHERE project_id = $1), \
+            (SELECT CAST(coalesce(sum(total), 0) AS BIGINT) FROM contact_counts WHERE project_id = $1), \
             (SELECT COUNT(*) FROM templates WHERE project_id = $1), \
             (SELECT COUNT(*) FROM messages WHERE project_id = $1), \
             (SELECT COUNT(*) FROM project_members WHERE project_id = $1)";

@@ -12,6 +12,7 @@ both_engines!(
     bulk_unsubscribe_and_subscribe_count_and_record_events,
     bulk_delete_removes_only_this_projects_contacts,
     bulk_requests_need_1_to_1000_string_ids,
+    kept_contact_counts_follow_every_change,
 );
 
 /// Runs a bulk operation and waits for its job; returns the last poll.
@@ -167,4 +168,79 @@ async fn bulk_requests_need_1_to_1000_string_ids(engine: Engine) {
         202,
     )
     .await;
+}
+
+/// `GET /contacts`' total without a search comes from the counts the `contact_counts` triggers
+/// keep; with a search (`@` matches every address) it is counted row by row. The two agree
+/// after each kind of change: single and batched inserts, an upsert of an existing contact,
+/// subscription changes one by one and in bulk, deletes, and another project's contacts.
+async fn kept_contact_counts_follow_every_change(engine: Engine) {
+    let app = engine.app().await;
+    let p = app.project().await;
+    let other = app.project().await;
+    let sk = &p.secret_key;
+    async fn totals(app: &TestApp, sk: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        for filter in ["", "&subscribed=true", "&subscribed=false"] {
+            let kept = expect_json(
+                app.get(&format!("/contacts?limit=1{filter}"), sk).await,
+                200,
+            );
+            let counted = expect_json(
+                app.get(&format!("/contacts?limit=1&search=%40{filter}"), sk)
+                    .await,
+                200,
+            );
+            let (kept, counted) = (kept.await, counted.await);
+            assert_eq!(kept["total"], counted["total"], "{filter}");
+            out.push(kept["total"].clone());
+        }
+        out
+    }
+    let a = app
+        .create_contact(sk, json!({"email": "a@example.com", "subscribed": true}))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b = new_contact(&app, sk, "b@example.com").await;
+    new_contact(&app, &other.secret_key, "x@example.com").await;
+    assert_eq!(totals(&app, sk).await, [json!(2), json!(2), json!(0)]);
+    // An upsert of an existing address adds nothing; its subscription change counts.
+    app.create_contact(sk, json!({"email": "b@example.com", "subscribed": false}))
+        .await;
+    assert_eq!(totals(&app, sk).await, [json!(2), json!(1), json!(1)]);
+    // Tracked events insert new contacts in batches.
+    for i in 0..5 {
+        let res = app
+            .client
+            .post(app.url("/v1/track"))
+            .bearer_auth(&p.public_key)
+            .json(&json!({"event": "signup", "email": format!("t{i}@example.com"), "subscribed": i % 2 == 0}))
+            .send()
+            .await
+            .unwrap();
+        expect_json(res, 200).await;
+    }
+    totals(&app, sk).await;
+    expect_json(
+        app.patch(&format!("/contacts/{a}"), sk, &json!({"subscribed": false}))
+            .await,
+        200,
+    )
+    .await;
+    run_bulk(&app, sk, "bulk-unsubscribe", &[&b]).await;
+    totals(&app, sk).await;
+    run_bulk(&app, sk, "bulk-subscribe", &[&a, &b]).await;
+    let before_delete = totals(&app, sk).await;
+    let res = app.delete(&format!("/contacts/{a}"), sk).await;
+    assert!(res.status().is_success(), "{}", res.status());
+    run_bulk(&app, sk, "bulk-delete", &[&b]).await;
+    let after = totals(&app, sk).await;
+    assert_eq!(
+        after[0].as_i64().unwrap(),
+        before_delete[0].as_i64().unwrap() - 2
+    );
+    // The other project's count never moved.
+    assert_eq!(totals(&app, &other.secret_key).await[0], json!(1));
 }
