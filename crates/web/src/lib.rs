@@ -119,6 +119,18 @@ pub fn router() -> Router<AppState> {
             post(pages::settings::change_member),
         )
         .route(
+            "/app/p/{project}/settings/billing",
+            post(pages::settings_billing::save_limits),
+        )
+        .route(
+            "/app/p/{project}/settings/billing/checkout",
+            post(pages::settings_billing::checkout),
+        )
+        .route(
+            "/app/p/{project}/settings/billing/portal",
+            post(pages::settings_billing::portal),
+        )
+        .route(
             "/app/p/{project}/settings/reset",
             post(pages::settings::reset_project),
         )

@@ -9,6 +9,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use herald_core::billing::{Category, LIMIT_MAX, Limits};
+use herald_core::ids::Uuid;
 use herald_core::time::iso;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
@@ -130,7 +131,17 @@ async fn put_limits(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<LimitsChange>,
 ) -> ApiResult<Json<BillingLimits>> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
+    change_limits(&state, auth.user, &id, body).await.map(Json)
+}
+
+/// Changes the caps named in `body` (owner or admin): the route's and the dashboard's rule.
+pub async fn change_limits(
+    state: &AppState,
+    user: Uuid,
+    id: &str,
+    body: LimitsChange,
+) -> ApiResult<BillingLimits> {
+    let (project, role) = project_access(state, user, id).await?;
     require_manager(role)?;
     require_enabled(&project)?;
     let mut limits = state.store.billing_limits(project.id).await?;
@@ -164,7 +175,7 @@ async fn put_limits(
         .store
         .set_billing_limits(project.id, &limits, state.engine.now())
         .await?;
-    Ok(Json(limits.into()))
+    Ok(limits.into())
 }
 
 /// Messages queued this calendar month (UTC), per category, and the subscription.
@@ -176,14 +187,19 @@ async fn get_consumption(
     auth: UserAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<BillingConsumption>> {
-    let (project, _) = project_access(&state, auth.user, &id).await?;
+    consumption(&state, auth.user, &id).await.map(Json)
+}
+
+/// This month's consumption per category and the subscription (any member).
+pub async fn consumption(state: &AppState, user: Uuid, id: &str) -> ApiResult<BillingConsumption> {
+    let (project, _) = project_access(state, user, id).await?;
     let c = state
         .store
         .billing_consumption(project.id, state.engine.now())
         .await?;
     let subscription = state.store.payment_account(project.id).await?;
     let used = |k: Category| c.used.iter().find(|(c, _)| *c == k).map_or(0, |(_, n)| *n);
-    Ok(Json(BillingConsumption {
+    Ok(BillingConsumption {
         period_start: iso(c.period_start),
         period_end: iso(c.period_end),
         transactional: used(Category::Transactional),
@@ -191,5 +207,5 @@ async fn get_consumption(
         workflows: used(Category::Workflows),
         inbound: used(Category::Inbound),
         subscription: subscription.map(Into::into),
-    }))
+    })
 }

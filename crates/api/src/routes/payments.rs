@@ -11,6 +11,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use herald_core::ids::Uuid;
 use herald_core::time::iso;
 use herald_engine::payments::{Invoice, PaymentError};
 use serde::Serialize;
@@ -108,15 +109,21 @@ async fn checkout(
     auth: UserAuth,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<SessionUrlResponse>)> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
+    let url = open_checkout(&state, auth.user, &id).await?;
+    Ok((StatusCode::CREATED, Json(SessionUrlResponse { url })))
+}
+
+/// The provider's checkout page for the project (owner or admin): the route's and the
+/// dashboard's rule.
+pub async fn open_checkout(state: &AppState, user: Uuid, id: &str) -> ApiResult<String> {
+    let (project, role) = project_access(state, user, id).await?;
     require_manager(role)?;
     require_enabled(&project)?;
-    let url = state
+    state
         .engine
         .checkout(project.id, &project.name)
         .await
-        .map_err(payment_error)?;
-    Ok((StatusCode::CREATED, Json(SessionUrlResponse { url })))
+        .map_err(payment_error)
 }
 
 /// Opens the billing portal of the project's customer (owner or admin).
@@ -131,15 +138,20 @@ async fn billing_portal(
     auth: UserAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<SessionUrlResponse>> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
+    let url = open_portal(&state, auth.user, &id).await?;
+    Ok(Json(SessionUrlResponse { url }))
+}
+
+/// The provider's billing portal of the project's customer (owner or admin).
+pub async fn open_portal(state: &AppState, user: Uuid, id: &str) -> ApiResult<String> {
+    let (project, role) = project_access(state, user, id).await?;
     require_manager(role)?;
     require_enabled(&project)?;
-    let url = state
+    state
         .engine
         .billing_portal(project.id)
         .await
-        .map_err(payment_error)?;
-    Ok(Json(SessionUrlResponse { url }))
+        .map_err(payment_error)
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -162,13 +174,23 @@ async fn billing_invoices(
     Path(id): Path<String>,
     q: LaterQuery<InvoicesQuery>,
 ) -> ApiResult<Json<Vec<InvoiceResponse>>> {
-    let (project, role) = project_access(&state, auth.user, &id).await?;
-    require_manager(role)?;
     let limit = q.parse()?.limit.get();
+    invoices_of(&state, auth.user, &id, limit).await.map(Json)
+}
+
+/// The project's latest `limit` invoices, newest first (owner or admin).
+pub async fn invoices_of(
+    state: &AppState,
+    user: Uuid,
+    id: &str,
+    limit: u32,
+) -> ApiResult<Vec<InvoiceResponse>> {
+    let (project, role) = project_access(state, user, id).await?;
+    require_manager(role)?;
     let invoices = state
         .engine
         .invoices(project.id, limit)
         .await
         .map_err(payment_error)?;
-    Ok(Json(invoices.into_iter().map(Into::into).collect()))
+    Ok(invoices.into_iter().map(Into::into).collect())
 }

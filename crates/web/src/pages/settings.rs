@@ -1,6 +1,7 @@
 //! Project settings in tabs: General (name, tracking, language), API keys (regenerate after
 //! confirming; the new secret key shown once), Domains (add, the DNS records with a copy
-//! button each, Verify), Members (invite, role, remove), and the danger zone (reset, delete).
+//! button each, Verify), Members (invite, role, remove), Billing when a payment provider is
+//! configured (`settings_billing.rs`), and the danger zone (reset, delete).
 //! Every change goes through the API's own function, so its role rules and checks apply.
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use serde::Deserialize;
 
 use crate::form::{Errors, FormData};
 use crate::pages::not_found;
+use crate::pages::settings_billing::{self, BillingView};
 use crate::render::{html, see_other};
 use crate::session::ProjectPage;
 use crate::shell::Shell;
@@ -35,13 +37,19 @@ pub struct Tab {
     pub current: bool,
 }
 
-const TABS: [(&str, &str); 5] = [
+const TABS: [(&str, &str); 6] = [
     ("general", "General"),
     ("keys", "API keys"),
     ("domains", "Domains"),
     ("members", "Members"),
+    ("billing", "Billing"),
     ("danger", "Reset and delete"),
 ];
+
+/// Billing is a tab only where a payment provider is configured.
+fn offered(state: &AppState, tab: &str) -> bool {
+    tab != "billing" || state.engine.payments.is_some()
+}
 
 pub struct MemberRow {
     pub user_id: String,
@@ -95,6 +103,10 @@ struct SettingsPage {
     members_hidden: Option<String>,
     invite_email: String,
     invite_roles: Vec<(&'static str, bool)>,
+    // Billing (loaded on its tab only: it asks the payment provider for invoices)
+    billing: Option<BillingView>,
+    billing_error: Option<String>,
+    provider_url: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -122,6 +134,7 @@ fn notice_text(raw: &str) -> Option<String> {
             "domain" => "Domain added: publish the records below, then Verify.",
             "verified" => "Checked the domain's records",
             "reset" => "Project reset",
+            "limits" => "Monthly limits saved",
             _ => return None,
         }
         .to_owned(),
@@ -130,14 +143,16 @@ fn notice_text(raw: &str) -> Option<String> {
 
 /// What a refused form on one tab shows (the other tabs as stored).
 #[derive(Default)]
-struct Edit {
-    form: Option<FormData>,
-    errors: Errors,
-    new_secret: Option<String>,
-    confirm_regenerate: bool,
+pub(crate) struct Edit {
+    pub form: Option<FormData>,
+    pub errors: Errors,
+    pub new_secret: Option<String>,
+    pub confirm_regenerate: bool,
+    /// The payment provider's page to continue to (Billing).
+    pub provider_url: Option<String>,
 }
 
-async fn render(
+pub(crate) async fn render(
     state: &AppState,
     page: &ProjectPage,
     tab: &'static str,
@@ -146,7 +161,16 @@ async fn render(
     edit: Edit,
 ) -> Response {
     let base = page.href("settings");
+    let tab = if offered(state, tab) { tab } else { "general" };
     let p = &page.project;
+    let (billing, billing_error) = if tab == "billing" {
+        match settings_billing::load(state, page, edit.form.as_ref()).await {
+            Ok(view) => (Some(view), None),
+            Err(e) => (None, Some(e.message)),
+        }
+    } else {
+        (None, None)
+    };
     let field = |name: &str, stored: String| match &edit.form {
         Some(f) if f.0.iter().any(|(k, _)| k == name) => f.get(name),
         _ => stored,
@@ -175,6 +199,7 @@ async fn render(
             shell: page.shell("Settings", "Settings"),
             tabs: TABS
                 .iter()
+                .filter(|(id, _)| offered(state, id))
                 .map(|(id, label)| Tab {
                     label,
                     href: format!("{base}?tab={id}"),
@@ -210,6 +235,9 @@ async fn render(
                 Role::ALL.iter().map(|r| r.as_str()),
                 &field("role", "MEMBER".to_owned()),
             ),
+            billing,
+            billing_error,
+            provider_url: edit.provider_url,
         },
     )
 }
@@ -232,7 +260,7 @@ pub async fn page(
 
 /// The outcome of a form on `tab`: back to the tab with `notice`, or the form again with the
 /// API's messages beside its fields.
-async fn after(
+pub(crate) async fn after(
     state: &AppState,
     page: &ProjectPage,
     tab: &'static str,

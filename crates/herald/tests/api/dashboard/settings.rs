@@ -1,5 +1,6 @@
 //! Settings: General with errors in place, API keys regenerated after confirming (the new
-//! secret shown once), Domains with their records and Verify, Members, reset and delete.
+//! secret shown once), Domains with their records and Verify, Members, Billing (only with a
+//! payment provider: consumption, caps, subscription, invoices, checkout), reset and delete.
 
 use serde_json::json;
 
@@ -13,6 +14,7 @@ both_engines!(
     domains_show_records_and_verify,
     members_invite_change_role_and_remove,
     reset_and_delete_ask_for_the_name,
+    billing_shows_consumption_caps_and_invoices_when_payments_are_on,
 );
 
 async fn general_settings_save_and_show_errors_in_place(engine: Engine) {
@@ -312,4 +314,102 @@ async fn reset_and_delete_ask_for_the_name(engine: Engine) {
     assert_eq!(app.get("/contacts", &p.secret_key).await.status(), 401);
     let (status, _) = page(get(&app, &c, &format!("/app/p/{}/", p.id)).await).await;
     assert_eq!(status, 404);
+}
+
+async fn billing_shows_consumption_caps_and_invoices_when_payments_are_on(engine: Engine) {
+    // Without a provider there is no Billing tab, and asking for it shows General.
+    let plain = engine.app().await;
+    let (p, c) = project_in_browser(&plain).await;
+    let base = format!("/app/p/{}/settings", p.id);
+    let (_, html) = page(get(&plain, &c, &format!("{base}?tab=billing")).await).await;
+    assert!(!html.contains(">Billing</a>"), "{html}");
+    assert!(html.contains(r#"id="general-heading""#));
+
+    let stripe = crate::payments::stand_in::StripeStandIn::start().await;
+    let app = engine
+        .app_with(|cfg| crate::payments::use_stripe(cfg, &stripe.base))
+        .await;
+    let (p, c) = project_in_browser(&app).await;
+    let base = format!("/app/p/{}/settings", p.id);
+    let tab = format!("{base}?tab=billing");
+    let (status, html) = page(get(&app, &c, &tab).await).await;
+    assert_eq!(status, 200);
+    assert!(html.contains(">Billing</a>"), "{html}");
+    assert!(html.contains("0 (no limit)"), "{html}");
+    assert!(html.contains("No subscription yet"), "{html}");
+    // Caps: a bad one is refused beside its field with the typed values kept; then saved.
+    let (status, html) = page(
+        post_form(
+            &app,
+            &c,
+            &format!("{base}/billing"),
+            &[
+                ("transactional", "lots"),
+                ("campaigns", "5000"),
+                ("workflows", ""),
+                ("inbound", ""),
+            ],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert!(
+        html.contains(r#"aria-describedby="f-transactional-hint f-transactional-error""#)
+            || html.contains(r#"f-transactional-error"#),
+        "{html}"
+    );
+    assert!(html.contains(r#"value="lots""#), "typed values kept");
+    let res = post_form(
+        &app,
+        &c,
+        &format!("{base}/billing"),
+        &[
+            ("transactional", "1,000"),
+            ("campaigns", "5000"),
+            ("workflows", ""),
+            ("inbound", ""),
+        ],
+    )
+    .await;
+    assert_eq!(location(&res), format!("{base}?tab=billing&notice=limits"));
+    let limits = expect_json(
+        app.call_with(
+            &p.owner,
+            reqwest::Method::GET,
+            &format!("/users/@me/projects/{}/billing-limits", p.id),
+            None,
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        limits,
+        json!({"transactional": 1000, "campaigns": 5000, "workflows": null, "inbound": null})
+    );
+    let (_, html) = page(get(&app, &c, &tab).await).await;
+    assert!(html.contains("0 of 1,000"), "{html}");
+    assert!(html.contains("No invoices yet"), "none before a checkout: {html}");
+    // Subscribe: the provider's checkout page is offered as a link.
+    let (status, html) =
+        page(post_form(&app, &c, &format!("{base}/billing/checkout"), &[]).await).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains(r#"href="https://checkout.stripe.test/c/pay/cs_test_1""#),
+        "{html}"
+    );
+    assert_eq!(stripe.requests_to("/v1/checkout/sessions").len(), 1);
+    // Invoices from the provider, newest first, with their links.
+    let (_, html) = page(get(&app, &c, &tab).await).await;
+    assert!(html.contains("HRLD-0002"), "{html}");
+    assert!(html.contains("https://invoice.stripe.test/i/in_test_2"));
+    assert!(html.contains("29.00 USD"));
+    // The provider failing is the provider's message in the page, not a blank 500.
+    stripe.fail(true);
+    let (status, html) =
+        page(post_form(&app, &c, &format!("{base}/billing/portal"), &[]).await).await;
+    assert_eq!(status, 502, "{html}");
+    assert!(html.contains("alert danger"), "{html}");
 }
