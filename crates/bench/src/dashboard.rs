@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
 use reqwest::{Client, StatusCode};
-use serde_json::json;
 use sqlx::ConnectOptions as _;
 use sqlx::sqlite::SqliteConnectOptions;
 
