@@ -10,7 +10,7 @@ use herald_store::Store;
 use crate::auth::password::PasswordPool;
 use crate::auth::session::SessionKeys;
 use crate::body_budget::BodyBudget;
-use crate::rate_limit::RateLimiter;
+use crate::rate_limit::Limiter;
 
 /// Settings the API reads (a subset of the server configuration).
 #[derive(Clone, Debug)]
@@ -55,9 +55,9 @@ pub struct Inner {
     pub store: Store,
     pub engine: Engine,
     pub settings: ApiSettings,
-    pub limiter: RateLimiter,
+    pub limiter: Limiter,
     /// Unauthenticated account routes, per client address and route.
-    pub auth_limiter: RateLimiter<(std::net::IpAddr, &'static str)>,
+    pub auth_limiter: Limiter<(std::net::IpAddr, &'static str)>,
     pub sessions: SessionKeys,
     pub passwords: PasswordPool,
     pub body_budget: BodyBudget,
@@ -90,10 +90,10 @@ impl AppState {
         let passwords =
             PasswordPool::new(settings.password_hash_threads, settings.password_hash_queue)?;
         Ok(AppState(Arc::new(Inner {
+            limiter: Limiter::for_store(&store, settings.rate_limit_per_minute),
+            auth_limiter: Limiter::for_store(&store, settings.auth_rate_limit_per_minute),
             store,
             engine,
-            limiter: RateLimiter::new(settings.rate_limit_per_minute),
-            auth_limiter: RateLimiter::new(settings.auth_rate_limit_per_minute),
             sessions,
             passwords,
             body_budget: BodyBudget::new(settings.body_budget_bytes),

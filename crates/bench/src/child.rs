@@ -105,7 +105,7 @@ impl Drop for ChildNode {
 }
 
 /// `herald` beside the running benchmark binary (both in `target/release`).
-fn herald_binary() -> anyhow::Result<PathBuf> {
+pub fn herald_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?.with_file_name("herald");
     ensure!(
         exe.is_file(),

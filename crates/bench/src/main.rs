@@ -41,6 +41,11 @@
 //! page at `count` contacts (default 1,000,000, SQLite) with a session cookie, p50 and p95,
 //! and prints the shipped JS + CSS gzipped (`dashboard.rs`).
 //!
+//! `cluster` (PostgreSQL, `--database-url`) sends `count` messages (default 20,000) through one
+//! `all` node, then through an `api` node with two `worker` nodes, each node the `herald`
+//! binary in a process of its own: accepted/s, delivered/s, CPU seconds per 1,000 delivered,
+//! and the idle cluster's database transactions per second per node (`cluster.rs`).
+//!
 //! `mcp` compares `list_contacts` through `POST /mcp` with `GET /contacts` on `count`
 //! contacts (default 1,000), alternated, and prints the p50 ratio (target <= 1.3x).
 //!
@@ -53,6 +58,7 @@
 
 mod campaigns;
 mod child;
+mod cluster;
 mod contacts;
 mod dashboard;
 mod imports;
@@ -72,7 +78,7 @@ mod wrk;
 
 use anyhow::{Context, bail, ensure};
 
-const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp|mcp|dashboard [--count N] [--concurrency N] [--fields N] \
+const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp|mcp|dashboard|cluster [--count N] [--concurrency N] [--fields N] \
      [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://... [--postgres-only]]";
 
 #[derive(Debug)]
@@ -101,14 +107,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
     let bench = match args.next().as_deref() {
         Some(
             b @ ("contacts" | "send" | "memory" | "track" | "segments" | "campaign" | "import"
-            | "analytics" | "workflows" | "smtp" | "mcp" | "dashboard"),
+            | "analytics" | "workflows" | "smtp" | "mcp" | "dashboard" | "cluster"),
         ) => b.to_owned(),
         None => bail!("{USAGE}"),
         Some(other) => bail!("unknown benchmark {other:?}\n{USAGE}"),
     };
     let mut opts = Options {
         count: match bench.as_str() {
-            "send" | "track" | "smtp" => 20_000,
+            "send" | "track" | "smtp" | "cluster" => 20_000,
             "memory" => 2_000,
             "segments" | "campaign" | "dashboard" => 1_000_000,
             "workflows" => 100_000,
@@ -267,6 +273,7 @@ async fn run() -> anyhow::Result<()> {
             })
             .await
         }
+        "cluster" => cluster::run(opts.count, opts.concurrency, opts.database_url.as_deref()).await,
         "import" => imports::import(&opts).await,
         "workflows" => workflows::run(opts.count).await,
         "mcp" => mcp::run(&opts).await,

@@ -134,16 +134,21 @@ pub async fn run(opts: &SendOptions) -> anyhow::Result<()> {
 /// Sends `count` single-recipient requests (recipients numbered from 0) with
 /// `concurrency` clients in flight; every answer must be 200.
 async fn accept(api: &Server, key: &str, count: usize, concurrency: usize) -> anyhow::Result<()> {
+    accept_at(api.url("/v1/send"), key, count, concurrency).await
+}
+
+/// [`accept`] against the `/v1/send` at `url` (a node in a process of its own).
+pub async fn accept_at(
+    url: String,
+    key: &str,
+    count: usize,
+    concurrency: usize,
+) -> anyhow::Result<()> {
     let client = Client::new();
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = JoinSet::new();
     for _ in 0..concurrency {
-        let (client, next, key, url) = (
-            client.clone(),
-            next.clone(),
-            key.to_owned(),
-            api.url("/v1/send"),
-        );
+        let (client, next, key, url) = (client.clone(), next.clone(), key.to_owned(), url.clone());
         tasks.spawn(async move {
             loop {
                 let n = next.fetch_add(1, Ordering::Relaxed);

@@ -119,7 +119,7 @@ impl Engine {
             ),
             dns,
             transport,
-            throttle: throttle::Throttle::new(settings.send_rate_per_second),
+            throttle: throttle::Throttle::for_store(&store, settings.send_rate_per_second),
             wake: tokio::sync::Notify::new(),
             contact_jobs_wake: tokio::sync::Notify::new(),
             outgoing_wakes: Default::default(),

@@ -5,7 +5,8 @@
 //!   messages only; 0 = keep forever). Metadata and history stay; `GET /emails/:id` shows the
 //!   body as purged. With the local outbox transport, the message's `.eml` goes too.
 //! - `Idempotency-Key`s after [`IDEMPOTENCY_WINDOW_MS`] (24 h);
-//! - finished jobs (done, failed, dead) [`FINISHED_JOB_RETENTION_MS`] (7 days) after they finished.
+//! - finished jobs (done, failed, dead) [`FINISHED_JOB_RETENTION_MS`] (7 days) after they finished;
+//! - the shared limits' past request windows and idle send slots (PostgreSQL).
 
 use std::time::Duration;
 
@@ -92,6 +93,21 @@ impl Engine {
             let n = self
                 .store
                 .purge_feedback_receipts(cutoff, PURGE_BATCH)
+                .await?;
+            if n < u64::from(PURGE_BATCH) {
+                break;
+            }
+            tokio::time::sleep(BETWEEN_BATCHES).await;
+        }
+        // The shared limits' rows (PostgreSQL): request windows before the last minute, and
+        // send slots of projects that sent nothing for an hour (a missing row is the same as
+        // a slot in the past).
+        let window = self.now() / 1000 / 60 - 1;
+        let idle_us = (self.now() - 3600 * 1000) * 1000;
+        loop {
+            let n = self
+                .store
+                .purge_shared_limits(window, idle_us, PURGE_BATCH)
                 .await?;
             if n < u64::from(PURGE_BATCH) {
                 break;

@@ -54,6 +54,7 @@ pub mod security;
 pub mod segment_membership;
 pub mod segments;
 pub mod sessions;
+pub mod shared_limits;
 pub mod suppressions;
 pub mod templates;
 pub mod tracked;

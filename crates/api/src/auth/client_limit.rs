@@ -53,12 +53,17 @@ fn limited_route(method: &Method, path: &str) -> Option<&'static str> {
     })
 }
 
-/// The refusal when the caller's address used up this route's minute.
-pub fn check(state: &AppState, req: &Request) -> Option<Response> {
+/// The limited route of `req` and its client address, when the route is limited (read before
+/// [`check`] awaits: a request body is not `Sync`).
+pub fn key_of(state: &AppState, req: &Request) -> Option<(IpAddr, &'static str)> {
     let route = limited_route(req.method(), req.uri().path())?;
-    let client = client_address(state, req)?;
+    Some((client_address(state, req)?, route))
+}
+
+/// The refusal when the caller's address used up this route's minute.
+pub async fn check(state: &AppState, (client, route): (IpAddr, &'static str)) -> Option<Response> {
     let now = u64::try_from(state.engine.now() / 1000).unwrap_or(0);
-    let d = state.auth_limiter.check((client, route), now);
+    let d = state.auth_limiter.check((client, route), now).await;
     if d.allowed {
         return None;
     }

@@ -80,7 +80,9 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         req.extensions_mut().insert(Principal::Anonymous);
         return next.run(req).await;
     }
-    if let Some(refusal) = client_limit::check(&state, &req) {
+    if let Some(key) = client_limit::key_of(&state, &req)
+        && let Some(refusal) = client_limit::check(&state, key).await
+    {
         return refusal;
     }
     let principal = match resolve(&state, req.method(), req.headers()).await {
@@ -98,7 +100,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
             .into_response();
         }
         let now = u64::try_from(state.engine.now() / 1000).unwrap_or(0);
-        let d = state.limiter.check(project.id, now);
+        let d = state.limiter.check(project.id, now).await;
         if !d.allowed {
             let mut res = ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,

@@ -28,7 +28,7 @@ const UNSUBSCRIBED: usize = 500;
 const LEASE: Duration = Duration::from_secs(3);
 
 /// Every message of the campaign: (to, status), through the cursor-paged `/emails`.
-async fn campaign_messages(app: &TestApp, key: &str, id: &str) -> Vec<(String, String)> {
+pub async fn campaign_messages(app: &TestApp, key: &str, id: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     loop {

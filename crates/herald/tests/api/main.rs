@@ -27,6 +27,7 @@ mod campaign_stats;
 mod campaign_stop;
 mod campaigns;
 mod clock_skew;
+mod cluster;
 mod contacts;
 mod crash;
 mod cross_site;

@@ -1,6 +1,4 @@
-//! Requests per minute per key (a project; or a client address and route for the
-//! unauthenticated account routes), in fixed one-minute windows (single node; a later issue
-//! makes it cluster-wide through the database).
+//! The windows of one node, counted in this process (SQLite: one node).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -8,22 +6,14 @@ use std::sync::Mutex;
 
 use herald_core::ids::Uuid;
 
+use super::Decision;
+
 /// Past this many keys, the entries of past windows are dropped (client addresses are many).
-const PRUNE_AT: usize = 10_000;
+pub(super) const PRUNE_AT: usize = 10_000;
 
 pub struct RateLimiter<K = Uuid> {
     limit: u32,
     windows: Mutex<HashMap<K, (u64, u32)>>,
-}
-
-/// The outcome for one request, with what the `RateLimit-*` headers say.
-#[derive(Clone, Copy, Debug)]
-pub struct Decision {
-    pub allowed: bool,
-    pub limit: u32,
-    pub remaining: u32,
-    /// Seconds until the window resets.
-    pub reset: u64,
 }
 
 impl<K: Hash + Eq> RateLimiter<K> {
