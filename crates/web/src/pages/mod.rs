@@ -9,4 +9,6 @@ pub mod jobs;
 pub mod later;
 pub mod not_found;
 pub mod projects;
+pub mod segment;
+pub mod segments;
 pub mod settings;
