@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod assets;
+mod filter_builder;
 mod form;
 mod format;
 pub mod headers;
@@ -137,6 +138,35 @@ pub fn router() -> Router<AppState> {
         .route(
             "/app/p/{project}/settings/delete",
             post(pages::settings::delete_project),
+        )
+        .route("/app/p/{project}/segments", get(pages::segments::page))
+        .route(
+            "/app/p/{project}/segments/new",
+            get(pages::segments::new_page).post(pages::segments::create_submit),
+        )
+        .route(
+            "/app/p/{project}/segments/{id}",
+            get(pages::segment::page).post(pages::segment::save),
+        )
+        .route(
+            "/app/p/{project}/segments/{id}/members",
+            post(pages::segment::add_member),
+        )
+        .route(
+            "/app/p/{project}/segments/{id}/members/remove",
+            post(pages::segment::remove_member),
+        )
+        .route(
+            "/app/p/{project}/segments/{id}/delete",
+            post(pages::segment::delete_submit),
+        )
+        .route(
+            "/app/p/{project}/filter/builder",
+            post(filter_builder::builder_fragment),
+        )
+        .route(
+            "/app/p/{project}/filter/count",
+            post(filter_builder::count_fragment),
         )
         .route("/app/p/{project}/{section}", get(pages::later::page))
         .route("/app/{*rest}", get(pages::not_found::page))

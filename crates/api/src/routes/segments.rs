@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
+use herald_core::filter::Filter;
 use herald_core::ids::Uuid;
 use herald_core::segments::{MEMBERS_MAX, SegmentType};
 use herald_store::audience::Audience;
@@ -14,6 +15,7 @@ use herald_store::contacts::ContactUpsert;
 use herald_store::segments::{
     NewSegment, Segment, SegmentUpdate, add_members, recount_members, remove_members,
 };
+use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -47,12 +49,54 @@ fn not_found() -> ApiError {
 }
 
 async fn load(state: &AppState, auth: &ProjectAuth, raw: &str) -> ApiResult<Segment> {
+    segment_of(state, auth.id(), raw).await
+}
+
+/// The segment `raw` (an id as the path gives it) of the project; 404 when unknown or another
+/// project's.
+pub async fn segment_of(state: &AppState, project_id: Uuid, raw: &str) -> ApiResult<Segment> {
     let id = path_id(raw, "SEGMENT_NOT_FOUND", "Segment")?;
     state
         .store
-        .segment(auth.id(), id)
+        .segment(project_id, id)
         .await?
         .ok_or_else(not_found)
+}
+
+/// How many contacts of the project `filter` matches now (`subscribed_only`: a campaign
+/// audience). The one count behind `memberCount`, `GET /segments/:id/contacts`'s total and the
+/// dashboard builder's live count.
+pub async fn count_filter(
+    state: &AppState,
+    project_id: Uuid,
+    filter: &Filter,
+    subscribed_only: bool,
+) -> ApiResult<i64> {
+    let n = state
+        .store
+        .count_matching(
+            project_id,
+            Audience::new(Some(filter), subscribed_only),
+            state.engine.now(),
+        )
+        .await?;
+    Ok(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// Checks a tree sent under `key` (`filters`, `condition`, `audienceFilter`) exactly as create
+/// and PATCH check it (for the segment `self_id`, none when new), then counts it: the 422 of an
+/// unsaved tree and the count its segment would have.
+pub async fn count_tree(
+    state: &AppState,
+    project_id: Uuid,
+    key: &'static str,
+    raw: &Value,
+    self_id: Option<Uuid>,
+    subscribed_only: bool,
+) -> ApiResult<i64> {
+    let tree = rules::Tree { key, raw };
+    let filter = rules::check_tree(&state.store, project_id, &tree, self_id).await?;
+    count_filter(state, project_id, &filter, subscribed_only).await
 }
 
 /// The cached count as of now: live count of the tree, or the membership rows.
@@ -60,15 +104,7 @@ async fn live_count(state: &AppState, project_id: Uuid, s: &Segment) -> ApiResul
     let Some(filter) = state.store.segment_filter(project_id, s).await? else {
         return Ok(0);
     };
-    let n = state
-        .store
-        .count_matching(
-            project_id,
-            Audience::new(Some(&filter), false),
-            state.engine.now(),
-        )
-        .await?;
-    Ok(i64::try_from(n).unwrap_or(i64::MAX))
+    count_filter(state, project_id, &filter, false).await
 }
 
 /// All segments of the project, oldest first (no pagination).
@@ -90,9 +126,19 @@ async fn create_segment(
     auth: ProjectAuth,
     ApiJson(body): ApiJson<SegmentRequest>,
 ) -> ApiResult<(StatusCode, Json<SegmentResponse>)> {
+    let s = create(&state, auth.id(), &body).await?;
+    Ok((StatusCode::CREATED, Json(SegmentResponse::from(s))))
+}
+
+/// Creates a segment from a request (the rules of `POST /segments`), its count taken now.
+pub async fn create(
+    state: &AppState,
+    project_id: Uuid,
+    body: &SegmentRequest,
+) -> ApiResult<Segment> {
     let name = rules::name(body.name.as_deref(), true)?.unwrap_or_default();
     let description = rules::description(body.description.as_deref())?;
-    let tree = rules::tree(&body);
+    let tree = rules::tree(body);
     let kind = match (rules::segment_type(body.segment_type.as_deref())?, &tree) {
         (Some(SegmentType::Static), Some(t)) => {
             return Err(ApiError::field(
@@ -112,12 +158,12 @@ async fn create_segment(
         (_, Some(_)) => SegmentType::Dynamic,
     };
     if let Some(t) = &tree {
-        rules::check_tree(&state.store, auth.id(), t, None).await?;
+        rules::check_tree(&state.store, project_id, t, None).await?;
     }
     let s = state
         .store
         .create_segment(&NewSegment {
-            project_id: auth.id(),
+            project_id,
             name: &name,
             description: description.as_deref(),
             segment_type: kind,
@@ -127,15 +173,15 @@ async fn create_segment(
             now: state.engine.now(),
         })
         .await?;
-    let count = live_count(&state, auth.id(), &s).await?;
-    state.store.set_member_count(auth.id(), s.id, count).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(SegmentResponse::from(Segment {
-            member_count: count,
-            ..s
-        })),
-    ))
+    let count = live_count(state, project_id, &s).await?;
+    state
+        .store
+        .set_member_count(project_id, s.id, count)
+        .await?;
+    Ok(Segment {
+        member_count: count,
+        ..s
+    })
 }
 
 /// One segment, with its cached `memberCount`.
@@ -160,6 +206,16 @@ async fn patch_segment(
     ApiJson(body): ApiJson<SegmentRequest>,
 ) -> ApiResult<Json<SegmentResponse>> {
     let cur = load(&state, &auth, &id).await?;
+    Ok(Json(update(&state, auth.id(), &cur, &body).await?.into()))
+}
+
+/// Changes a segment by a request (the rules of `PATCH /segments/:id`); its count taken now.
+pub async fn update(
+    state: &AppState,
+    project_id: Uuid,
+    cur: &Segment,
+    body: &SegmentRequest,
+) -> ApiResult<Segment> {
     let name = rules::name(body.name.as_deref(), false)?;
     let description = rules::description(body.description.as_deref())?;
     if let Some(t) = rules::segment_type(body.segment_type.as_deref())?
@@ -171,7 +227,7 @@ async fn patch_segment(
             "immutable",
         ));
     }
-    let tree = rules::tree(&body);
+    let tree = rules::tree(body);
     if let Some(t) = &tree {
         if cur.segment_type == SegmentType::Static {
             return Err(ApiError::field(
@@ -180,13 +236,13 @@ async fn patch_segment(
                 "not_allowed",
             ));
         }
-        rules::check_tree(&state.store, auth.id(), t, Some(cur.id)).await?;
+        rules::check_tree(&state.store, project_id, t, Some(cur.id)).await?;
     }
     let now = state.engine.now();
     let updated = state
         .store
         .update_segment(
-            auth.id(),
+            project_id,
             cur.id,
             &SegmentUpdate {
                 name: name.as_deref(),
@@ -199,15 +255,15 @@ async fn patch_segment(
         )
         .await?
         .ok_or_else(not_found)?;
-    let count = live_count(&state, auth.id(), &updated).await?;
+    let count = live_count(state, project_id, &updated).await?;
     state
         .store
-        .set_member_count(auth.id(), updated.id, count)
+        .set_member_count(project_id, updated.id, count)
         .await?;
-    Ok(Json(SegmentResponse::from(Segment {
+    Ok(Segment {
         member_count: count,
         ..updated
-    })))
+    })
 }
 
 /// Deletes a segment; 409 while an active campaign uses it.
@@ -219,13 +275,19 @@ async fn delete_segment(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let s = load(&state, &auth, &id).await?;
-    if state.store.segment_in_use(auth.id(), s.id).await? {
+    delete(&state, auth.id(), &s).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes a segment (the rule of `DELETE /segments/:id`): 409 while an active campaign uses it.
+pub async fn delete(state: &AppState, project_id: Uuid, s: &Segment) -> ApiResult<()> {
+    if state.store.segment_in_use(project_id, s.id).await? {
         return Err(ApiError::conflict(
             "an active campaign uses this segment; cancel it or wait until it has sent",
         ));
     }
-    if state.store.delete_segment(auth.id(), s.id).await? {
-        Ok(StatusCode::NO_CONTENT)
+    if state.store.delete_segment(project_id, s.id).await? {
+        Ok(())
     } else {
         Err(not_found())
     }
@@ -267,8 +329,7 @@ async fn segment_contacts(
                 .store
                 .matching_contacts_offset(auth.id(), audience, offset, page_size, now)
                 .await?;
-            let total = state.store.count_matching(auth.id(), audience, now).await?;
-            (rows, i64::try_from(total).unwrap_or(i64::MAX))
+            (rows, count_filter(&state, auth.id(), f, false).await?)
         }
         None => (Vec::new(), 0),
     };
@@ -323,7 +384,17 @@ async fn add_segment_members(
     ApiJson(body): ApiJson<MembersRequest>,
 ) -> ApiResult<Json<MembersResponse>> {
     let s = load(&state, &auth, &id).await?;
-    static_only(&s)?;
+    Ok(Json(add_by_email(&state, auth.id(), &s, &body).await?))
+}
+
+/// Adds contacts to a static segment by email (the rules of `POST /segments/:id/members`).
+pub async fn add_by_email(
+    state: &AppState,
+    project_id: Uuid,
+    s: &Segment,
+    body: &MembersRequest,
+) -> ApiResult<MembersResponse> {
+    static_only(s)?;
     let emails = parse_emails(&body.emails)?;
     let now = state.engine.now();
     let create = body.create_missing.unwrap_or(false);
@@ -337,7 +408,7 @@ async fn add_segment_members(
             let out = herald_store::contacts::upsert_contact(
                 &mut tx,
                 &ContactUpsert {
-                    project_id: auth.id(),
+                    project_id,
                     email: email.as_str(),
                     subscribed: None,
                     default_subscribed: body.subscribed.unwrap_or(true),
@@ -351,7 +422,7 @@ async fn add_segment_members(
         } else {
             match state
                 .store
-                .contact_by_email(auth.id(), email.as_str())
+                .contact_by_email(project_id, email.as_str())
                 .await?
             {
                 Some(c) => ids.push(c.id),
@@ -359,15 +430,15 @@ async fn add_segment_members(
             }
         }
     }
-    let added = add_members(&mut tx, auth.id(), &s, &ids, now).await?;
-    let member_count = recount_members(&mut tx, auth.id(), s.id, now).await?;
+    let added = add_members(&mut tx, project_id, s, &ids, now).await?;
+    let member_count = recount_members(&mut tx, project_id, s.id, now).await?;
     tx.commit().await?;
-    Ok(Json(MembersResponse {
+    Ok(MembersResponse {
         changed: added.len() as u64,
         created,
         not_found,
         member_count,
-    }))
+    })
 }
 
 /// Removes contacts from a static segment by email; each leaving member gets a
@@ -382,15 +453,28 @@ async fn remove_segment_members(
     ApiJson(body): ApiJson<RemoveMembersRequest>,
 ) -> ApiResult<Json<MembersResponse>> {
     let s = load(&state, &auth, &id).await?;
-    static_only(&s)?;
-    let emails = parse_emails(&body.emails)?;
+    Ok(Json(
+        remove_by_email(&state, auth.id(), &s, &body.emails).await?,
+    ))
+}
+
+/// Removes contacts from a static segment by email (the rules of
+/// `DELETE /segments/:id/members`).
+pub async fn remove_by_email(
+    state: &AppState,
+    project_id: Uuid,
+    s: &Segment,
+    emails: &[String],
+) -> ApiResult<MembersResponse> {
+    static_only(s)?;
+    let emails = parse_emails(emails)?;
     let now = state.engine.now();
     let mut ids = Vec::new();
     let mut not_found = Vec::new();
     for email in &emails {
         match state
             .store
-            .contact_by_email(auth.id(), email.as_str())
+            .contact_by_email(project_id, email.as_str())
             .await?
         {
             Some(c) => ids.push(c.id),
@@ -398,15 +482,15 @@ async fn remove_segment_members(
         }
     }
     let mut tx = state.store.begin().await?;
-    let removed = remove_members(&mut tx, auth.id(), &s, &ids, now).await?;
-    let member_count = recount_members(&mut tx, auth.id(), s.id, now).await?;
+    let removed = remove_members(&mut tx, project_id, s, &ids, now).await?;
+    let member_count = recount_members(&mut tx, project_id, s.id, now).await?;
     tx.commit().await?;
-    Ok(Json(MembersResponse {
+    Ok(MembersResponse {
         changed: removed.len() as u64,
         created: 0,
         not_found,
         member_count,
-    }))
+    })
 }
 
 /// Recomputes the membership rows of a tracked dynamic segment, recording

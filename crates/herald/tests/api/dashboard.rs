@@ -13,6 +13,7 @@ mod contact;
 mod contacts;
 mod jobs;
 mod pages;
+mod segments;
 mod settings;
 
 pub const PASSWORD: &str = "correct horse battery";

@@ -34,6 +34,7 @@ mod cross_site;
 mod dashboard;
 mod dashboard_browser;
 mod dashboard_browser_flows;
+mod dashboard_browser_segments;
 mod demo;
 mod domains;
 mod edge;

@@ -9,5 +9,7 @@ pub mod jobs;
 pub mod later;
 pub mod not_found;
 pub mod projects;
+pub mod segment;
+pub mod segments;
 pub mod settings;
 pub mod settings_billing;

@@ -268,9 +268,9 @@ async fn the_navigation_marks_the_current_page(engine: Engine) {
         "the Project switcher lists the project"
     );
     // The later sections answer with what works today, and unknown ones are the 404.
-    let (status, html) = page(get(&app, &c, &format!("/app/p/{}/segments", p.id)).await).await;
+    let (status, html) = page(get(&app, &c, &format!("/app/p/{}/workflows", p.id)).await).await;
     assert_eq!(status, 200);
-    assert!(html.contains("GET /segments"));
+    assert!(html.contains("GET /workflows"));
     let (status, _) = page(get(&app, &c, &format!("/app/p/{}/nothing", p.id)).await).await;
     assert_eq!(status, 404);
 }
