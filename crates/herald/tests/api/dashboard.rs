@@ -14,6 +14,7 @@ mod contacts;
 mod jobs;
 mod pages;
 mod settings;
+mod templates;
 
 pub const PASSWORD: &str = "correct horse battery";
 

@@ -33,6 +33,7 @@ mod cross_site;
 mod dashboard;
 mod dashboard_browser;
 mod dashboard_browser_flows;
+mod dashboard_browser_templates;
 mod demo;
 mod domains;
 mod edge;

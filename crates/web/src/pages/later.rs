@@ -1,5 +1,5 @@
 //! The sections of the navigation whose pages come with parts 2 and 3 of the dashboard
-//! (segments, templates, campaigns, workflows, activity, analytics): a page that says so and
+//! (segments, campaigns, workflows, activity, analytics): a page that says so and
 //! names the API endpoints that do the work today. Any other section is the 404.
 
 use askama::Template;
@@ -12,9 +12,8 @@ use crate::render::ok;
 use crate::session::ProjectPage;
 use crate::shell::Shell;
 
-const SECTIONS: [(&str, &str, &str); 6] = [
+const SECTIONS: [(&str, &str, &str); 5] = [
     ("segments", "Segments", "GET /segments, POST /segments"),
-    ("templates", "Templates", "GET /templates, POST /templates"),
     ("campaigns", "Campaigns", "GET /campaigns, POST /campaigns"),
     ("workflows", "Workflows", "GET /workflows, POST /workflows"),
     ("activity", "Activity", "GET /activity"),

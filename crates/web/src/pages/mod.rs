@@ -10,3 +10,4 @@ pub mod later;
 pub mod not_found;
 pub mod projects;
 pub mod settings;
+pub mod templates;
