@@ -342,7 +342,9 @@ async fn saving_a_template_an_enabled_workflow_sends_asks_first(engine: Engine) 
     // Disabled: listed, saved at once.
     let (_, html) = page(get(&app, &c, &format!("{base}/{id}")).await).await;
     assert!(
-        html.contains(&format!(r#"href="/app/p/{}/workflows/{wf}">W</a>"#, p.id)),
+        html.contains(&format!(
+            r#"Workflow <strong>W</strong> <code class="muted">{wf}</code>"#
+        )),
         "{html}"
     );
     assert!(html.contains(">Disabled</span>"));

@@ -83,9 +83,11 @@ impl Values {
     }
 }
 
+/// A workflow that sends the template (named, not linked: the workflow pages come with part 3
+/// of the dashboard; link `workflows/{id}` then).
 pub struct UsageRow {
     pub name: String,
-    pub href: String,
+    pub workflow_id: String,
     pub enabled: bool,
     pub steps: usize,
 }
@@ -187,7 +189,7 @@ async fn saved(
         let Some(wid) = step.workflow_id.as_deref() else {
             continue;
         };
-        if let Some(row) = rows.iter_mut().find(|r| r.href.ends_with(wid)) {
+        if let Some(row) = rows.iter_mut().find(|r| r.workflow_id == wid) {
             row.steps += 1;
             continue;
         }
@@ -201,7 +203,7 @@ async fn saved(
         };
         rows.push(UsageRow {
             name: step.name,
-            href: page.href(&format!("workflows/{wid}")),
+            workflow_id: wid.to_owned(),
             enabled,
             steps: 1,
         });
