@@ -86,6 +86,30 @@ impl Template {
         paths
     }
 
+    /// Variable paths referenced by the template, in order, deduplicated, each with the
+    /// fallback of its first tag that has one (`{{firstName ?? "there"}}` → `Some("there")`).
+    pub fn variables_with_fallbacks(&self) -> Vec<(String, Option<String>)> {
+        let mut paths: Vec<(String, Option<String>)> = Vec::new();
+        let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for part in &self.parts {
+            if let Part::Var { path, default } = part {
+                match index.get(path.as_str()) {
+                    Some(&i) => {
+                        let slot = &mut paths[i].1;
+                        if slot.is_none() {
+                            slot.clone_from(default);
+                        }
+                    }
+                    None => {
+                        index.insert(path.as_str(), paths.len());
+                        paths.push((path.clone(), default.clone()));
+                    }
+                }
+            }
+        }
+        paths
+    }
+
     /// True when the template has no tags at all, so rendering returns the source unchanged.
     pub fn is_static(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
@@ -95,6 +119,12 @@ impl Template {
 /// Parses and renders `src` in one go.
 pub fn render(src: &str, vars: &Map<String, Value>, escape: Escape) -> String {
     Template::parse(src).render(vars, escape)
+}
+
+/// The text a tag `{{path}}` without fallback renders from `vars` (unescaped), or `None` when
+/// the value is missing (absent, `null` or the empty string).
+pub fn value_of(vars: &Map<String, Value>, path: &str) -> Option<String> {
+    lookup(vars, path).and_then(value_text).map(Cow::into_owned)
 }
 
 /// Escapes `& < > " '` for safe use in HTML text and attribute values.
@@ -310,6 +340,24 @@ mod tests {
             Value::Object(map) => map,
             _ => panic!("test vars must be an object"),
         }
+    }
+
+    #[test]
+    fn variables_come_with_their_first_fallback() {
+        let t =
+            Template::parse(r#"{{ name }} {{plan ?? "free"}} {{name ?? "there"}} {{plan ?? "x"}}"#);
+        assert_eq!(
+            t.variables_with_fallbacks(),
+            [
+                ("name".to_owned(), Some("there".to_owned())),
+                ("plan".to_owned(), Some("free".to_owned())),
+            ]
+        );
+        let v = vars(json!({"a": {"b": 0}, "e": "", "s": "<x>"}));
+        assert_eq!(value_of(&v, "a.b").as_deref(), Some("0"));
+        assert_eq!(value_of(&v, "e"), None);
+        assert_eq!(value_of(&v, "s").as_deref(), Some("<x>"));
+        assert_eq!(value_of(&v, "missing"), None);
     }
 
     fn html(src: &str, v: Value) -> String {

@@ -210,6 +210,116 @@ impl Page {
             .to_owned())
     }
 
+    /// The text of the document inside the `<iframe name="{name}">`, read through the
+    /// DevTools DOM, so it works for a `sandbox`ed frame, where no script runs and the page
+    /// cannot reach in (Chromium may run such a frame in a process of its own: then its
+    /// target is attached for the read). Empty when there is no such frame or document yet.
+    pub async fn frame_text(&self, name: &str) -> anyhow::Result<String> {
+        fn find<'a>(node: &'a Value, name: &str) -> Option<&'a Value> {
+            let attrs = node["attributes"].as_array();
+            let named = attrs.is_some_and(|a| {
+                a.chunks(2)
+                    .any(|kv| kv[0] == "name" && kv.get(1).is_some_and(|v| v == name))
+            });
+            if node["nodeName"] == "IFRAME" && named {
+                return Some(node);
+            }
+            node["children"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|c| find(c, name))
+        }
+        fn text(node: &Value, out: &mut String) {
+            if node["nodeType"] == 3 {
+                out.push_str(node["nodeValue"].as_str().unwrap_or_default());
+            }
+            if matches!(node["nodeName"].as_str(), Some("STYLE" | "SCRIPT" | "HEAD")) {
+                return;
+            }
+            for c in node["children"].as_array().into_iter().flatten() {
+                text(c, out);
+            }
+        }
+        let whole = json!({ "depth": -1, "pierce": true });
+        let doc = self.call("DOM.getDocument", whole.clone()).await?;
+        let Some(frame) = find(&doc["root"], name) else {
+            return Ok(String::new());
+        };
+        let mut out = String::new();
+        if let Some(d) = frame.get("contentDocument") {
+            text(d, &mut out);
+            return Ok(out);
+        }
+        // Out of process: attach to the frame's own target, the one with the frame's id, else
+        // the one out-of-process frame of this page.
+        let Some(frame_id) = frame["frameId"].as_str() else {
+            return Ok(out);
+        };
+        let tree = self.call("Page.getFrameTree", json!({})).await?;
+        let main = tree["frameTree"]["frame"]["id"]
+            .as_str()
+            .unwrap_or_default();
+        let targets = self.cdp.call(None, "Target.getTargets", json!({})).await?;
+        let frames: Vec<&Value> = targets["targetInfos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["type"] == "iframe" && t["parentFrameId"] == main)
+            .collect();
+        let target = frames
+            .iter()
+            .find(|t| t["targetId"] == frame_id)
+            .or_else(|| {
+                if frames.len() == 1 {
+                    frames.first()
+                } else {
+                    None
+                }
+            });
+        let Some(target_id) = target.and_then(|t| t["targetId"].as_str()) else {
+            return Ok(out);
+        };
+        let attached = self
+            .cdp
+            .call(
+                None,
+                "Target.attachToTarget",
+                json!({ "targetId": target_id, "flatten": true }),
+            )
+            .await?;
+        let session = str_field(&attached, "sessionId")?;
+        let doc = self
+            .cdp
+            .call(Some(&session), "DOM.getDocument", whole)
+            .await;
+        let _ = self
+            .cdp
+            .call(
+                None,
+                "Target.detachFromTarget",
+                json!({ "sessionId": session }),
+            )
+            .await;
+        text(&doc?["root"], &mut out);
+        Ok(out)
+    }
+
+    /// Waits until the text of frame `name` ([`Page::frame_text`]) contains `needle`.
+    pub async fn wait_for_frame_text(&self, name: &str, needle: &str) -> anyhow::Result<String> {
+        let start = Instant::now();
+        loop {
+            let t = self.frame_text(name).await.unwrap_or_default();
+            if t.contains(needle) {
+                return Ok(t);
+            }
+            if start.elapsed() > WAIT {
+                bail!("frame {name:?} still lacks {needle:?} after {WAIT:?}: {t:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The whole page's visible text.
     pub async fn body_text(&self) -> anyhow::Result<String> {
         self.text("body").await

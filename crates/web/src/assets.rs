@@ -16,7 +16,7 @@ struct Asset {
     bytes: &'static [u8],
 }
 
-const FILES: [Asset; 4] = [
+const FILES: [Asset; 5] = [
     Asset {
         name: "app.css",
         content_type: "text/css; charset=utf-8",
@@ -26,6 +26,11 @@ const FILES: [Asset; 4] = [
         name: "app.js",
         content_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../assets/app.js"),
+    },
+    Asset {
+        name: "editor.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/editor.js"),
     },
     Asset {
         name: "icon.svg",

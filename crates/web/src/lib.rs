@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod assets;
+pub mod chart;
 mod filter_builder;
 mod form;
 mod format;
@@ -167,6 +168,34 @@ pub fn router() -> Router<AppState> {
         .route(
             "/app/p/{project}/filter/count",
             post(filter_builder::count_fragment),
+        )
+        .route(
+            "/app/p/{project}/templates",
+            get(pages::templates::list::page).post(pages::templates::list::create),
+        )
+        .route(
+            "/app/p/{project}/templates/new",
+            get(pages::templates::list::new_page),
+        )
+        .route(
+            "/app/p/{project}/templates/preview",
+            post(pages::templates::preview::fragment),
+        )
+        .route(
+            "/app/p/{project}/templates/frame",
+            post(pages::templates::preview::frame),
+        )
+        .route(
+            "/app/p/{project}/templates/{id}",
+            get(pages::templates::editor::page).post(pages::templates::editor::save),
+        )
+        .route(
+            "/app/p/{project}/templates/{id}/frame",
+            get(pages::templates::preview::saved_frame),
+        )
+        .route(
+            "/app/p/{project}/templates/{id}/test",
+            post(pages::templates::editor::test),
         )
         .route("/app/p/{project}/{section}", get(pages::later::page))
         .route("/app/{*rest}", get(pages::not_found::page))

@@ -1,5 +1,6 @@
 //! The Templates resource: create, page-numbered list (type filter, search), get, patch,
-//! delete, duplicate and usage.
+//! delete, duplicate and usage; the service functions the dashboard calls too (`template_list`,
+//! `create`, `template`, `change`, `usage`, `test_send::send_test`).
 //!
 //! A template's `from` must be on a verified domain of the project: checked on create and
 //! whenever a PATCH gives a new `from` (a send checks again, since a domain can lose its
@@ -25,6 +26,7 @@ use crate::query::{Limit, PageParams, Query, text};
 use crate::state::AppState;
 
 pub(crate) mod rules;
+pub mod test_send;
 mod wire;
 
 use rules::{Checked, check, parse_type};
@@ -39,17 +41,15 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// Refuses a new `from` that is not on a verified domain of the project (403).
-async fn require_sender(state: &AppState, auth: &ProjectAuth, checked: &Checked) -> ApiResult<()> {
+async fn require_sender(state: &AppState, project: Uuid, checked: &Checked) -> ApiResult<()> {
     if let Some(Some(from)) = &checked.from {
-        state
-            .engine
-            .require_verified_sender(auth.id(), from)
-            .await?;
+        state.engine.require_verified_sender(project, from).await?;
     }
     Ok(())
 }
 
-fn template_id(raw: &str) -> ApiResult<Uuid> {
+/// A template id from a path, or 404 `TEMPLATE_NOT_FOUND`.
+pub fn template_id(raw: &str) -> ApiResult<Uuid> {
     path_id(raw, "TEMPLATE_NOT_FOUND", "Template")
 }
 
@@ -81,12 +81,33 @@ async fn list_templates(
     Query(q): Query<TemplateListQuery>,
 ) -> ApiResult<Json<TemplateList>> {
     let page_size = paging.limit.or_alias(q.page_size);
-    let page = paging.page();
-    let template_type = match text(&q.r#type) {
+    let list = template_list(
+        &state,
+        auth.id(),
+        paging.page(),
+        page_size,
+        text(&q.r#type),
+        q.search.as_deref(),
+    )
+    .await?;
+    Ok(Json(list))
+}
+
+/// Page `page` of the project's templates, newest first (`GET /templates` and the dashboard):
+/// `template_type` as the API takes it, `search` a substring of name or subject.
+pub async fn template_list(
+    state: &AppState,
+    project: Uuid,
+    page: u32,
+    page_size: u32,
+    template_type: Option<&str>,
+    search: Option<&str>,
+) -> ApiResult<TemplateList> {
+    let template_type = match template_type {
         Some(t) => Some(parse_type(t).map_err(|e| ApiError::validation(vec![e]))?),
         None => None,
     };
-    let search = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let search = search.map(str::trim).filter(|s| !s.is_empty());
     if search.is_some_and(|s| s.chars().count() > rules::SUBJECT_MAX) {
         return Err(ApiError::field(
             "search",
@@ -101,10 +122,10 @@ async fn list_templates(
     let offset = u64::from(page - 1) * u64::from(page_size);
     let found = state
         .store
-        .list_templates(auth.id(), &filter, page_size, offset)
+        .list_templates(project, &filter, page_size, offset)
         .await?;
     let size = i64::from(page_size);
-    Ok(Json(TemplateList {
+    Ok(TemplateList {
         templates: found
             .templates
             .into_iter()
@@ -114,7 +135,7 @@ async fn list_templates(
         page,
         page_size,
         total_pages: (found.total + size - 1) / size,
-    }))
+    })
 }
 
 /// Creates a template; `from`, when given, must be on a verified domain of the project.
@@ -125,6 +146,16 @@ async fn create_template(
     auth: ProjectAuth,
     ApiJson(body): ApiJson<TemplateRequest>,
 ) -> ApiResult<(StatusCode, Json<TemplateResponse>)> {
+    let t = create(&state, auth.id(), body).await?;
+    Ok((StatusCode::CREATED, Json(t)))
+}
+
+/// Creates a template by the rules of `POST /templates` (the API and the dashboard).
+pub async fn create(
+    state: &AppState,
+    project: Uuid,
+    body: TemplateRequest,
+) -> ApiResult<TemplateResponse> {
     let checked = check(body, true)?;
     let (Some(name), Some(subject), Some(body), Some(template_type)) = (
         &checked.name,
@@ -136,11 +167,11 @@ async fn create_template(
             "a checked create lacks a required field",
         ));
     };
-    require_sender(&state, &auth, &checked).await?;
+    require_sender(state, project, &checked).await?;
     let t = state
         .store
         .create_template(&NewTemplate {
-            project_id: auth.id(),
+            project_id: project,
             name,
             subject,
             body,
@@ -159,7 +190,17 @@ async fn create_template(
             now: state.engine.now(),
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(t.into())))
+    Ok(t.into())
+}
+
+/// One template of the project, or 404 `TEMPLATE_NOT_FOUND`.
+pub async fn template(state: &AppState, project: Uuid, id: Uuid) -> ApiResult<TemplateResponse> {
+    let t = state
+        .store
+        .template(project, id)
+        .await?
+        .ok_or_else(template_not_found)?;
+    Ok(t.into())
 }
 
 /// One template.
@@ -171,12 +212,7 @@ async fn get_template(
     Path(id): Path<String>,
 ) -> ApiResult<Json<TemplateResponse>> {
     let id = template_id(&id)?;
-    let t = state
-        .store
-        .template(auth.id(), id)
-        .await?
-        .ok_or_else(template_not_found)?;
-    Ok(Json(t.into()))
+    Ok(Json(template(&state, auth.id(), id).await?))
 }
 
 /// Changes the fields given, with the rules of create; a new `from` is checked again.
@@ -190,8 +226,18 @@ async fn patch_template(
     ApiJson(body): ApiJson<TemplateRequest>,
 ) -> ApiResult<Json<TemplateResponse>> {
     let id = template_id(&id)?;
+    Ok(Json(change(&state, auth.id(), id, body).await?))
+}
+
+/// Changes the fields given by the rules of `PATCH /templates/{id}` (the API and the dashboard).
+pub async fn change(
+    state: &AppState,
+    project: Uuid,
+    id: Uuid,
+    body: TemplateRequest,
+) -> ApiResult<TemplateResponse> {
     let checked = check(body, false)?;
-    require_sender(&state, &auth, &checked).await?;
+    require_sender(state, project, &checked).await?;
     let change = TemplateUpdate {
         name: checked.name.as_deref(),
         subject: checked.subject.as_deref(),
@@ -208,8 +254,8 @@ async fn patch_template(
             .map(|f| f.as_ref().map(EmailAddress::as_str)),
         now: state.engine.now(),
     };
-    match state.store.update_template(auth.id(), id, &change).await {
-        Ok(t) => Ok(Json(t.into())),
+    match state.store.update_template(project, id, &change).await {
+        Ok(t) => Ok(t.into()),
         Err(StoreError::NotFound) => Err(template_not_found()),
         Err(e) => Err(e.into()),
     }
@@ -267,13 +313,18 @@ async fn template_usage(
     Path(id): Path<String>,
 ) -> ApiResult<Json<TemplateUsage>> {
     let id = template_id(&id)?;
+    Ok(Json(usage(&state, auth.id(), id).await?))
+}
+
+/// Where template `id` is used (`GET /templates/{id}/usage` and the dashboard).
+pub async fn usage(state: &AppState, project: Uuid, id: Uuid) -> ApiResult<TemplateUsage> {
     state
         .store
-        .template(auth.id(), id)
+        .template(project, id)
         .await?
         .ok_or_else(template_not_found)?;
-    let steps = state.store.template_workflow_steps(auth.id(), id).await?;
-    Ok(Json(TemplateUsage {
+    let steps = state.store.template_workflow_steps(project, id).await?;
+    Ok(TemplateUsage {
         campaigns: Vec::new(),
         workflow_steps: steps
             .into_iter()
@@ -283,5 +334,5 @@ async fn template_usage(
                 workflow_id: Some(workflow_id.to_string()),
             })
             .collect(),
-    }))
+    })
 }

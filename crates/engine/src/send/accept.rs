@@ -117,6 +117,19 @@ pub fn render_vars(
     vars
 }
 
+/// Subject and body rendered with `vars`: the subject unescaped on one line, the body's values
+/// HTML-escaped. Every send renders this way, and so does the dashboard's preview.
+pub fn render_parts(
+    subject: &Template,
+    body: &Template,
+    vars: &Map<String, Value>,
+) -> (String, String) {
+    (
+        one_line(subject.render(vars, Escape::None)),
+        body.render(vars, Escape::Html),
+    )
+}
+
 /// A rendered subject (contact data may hold anything) follows the header character rule:
 /// line breaks and other control characters become spaces.
 fn one_line(s: String) -> String {
@@ -437,11 +450,8 @@ impl MessageSpec {
         if let Some(event) = event {
             vars.insert("event".into(), event.clone());
         }
-        Rendered {
-            id,
-            subject: one_line(self.subject.render(&vars, Escape::None)),
-            html: self.body.render(&vars, Escape::Html),
-        }
+        let (subject, html) = render_parts(&self.subject, &self.body, &vars);
+        Rendered { id, subject, html }
     }
 
     /// Stages a message [`MessageSpec::render_one`] rendered for `r`: queued, or SUPPRESSED

@@ -1,7 +1,7 @@
 //! Transactional sending: merging a request with its template (`merge`), accepting
 //! (`accept`), composing (`compose`, with tracking and the unsubscribe footer from `decorate`), delivering (`worker`, reading each claimed batch at once in `prefetch`, with the node's lease heartbeat in
 //! `leases`, its memory budget in `budget` and the group-commit recorder in `record`) and
-//! reading back what was sent (`raw`).
+//! reading back what was sent (`raw`); the editor's `preview` renders by the same rules.
 
 pub mod accept;
 pub mod batch;
@@ -11,6 +11,7 @@ pub mod decorate;
 mod leases;
 pub mod merge;
 mod prefetch;
+pub mod preview;
 pub mod raw;
 mod record;
 mod simulate;

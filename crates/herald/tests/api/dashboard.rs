@@ -15,6 +15,7 @@ mod jobs;
 mod pages;
 mod segments;
 mod settings;
+mod templates;
 
 pub const PASSWORD: &str = "correct horse battery";
 

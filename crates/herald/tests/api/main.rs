@@ -35,6 +35,7 @@ mod dashboard;
 mod dashboard_browser;
 mod dashboard_browser_flows;
 mod dashboard_browser_segments;
+mod dashboard_browser_templates;
 mod demo;
 mod domains;
 mod edge;

@@ -13,3 +13,4 @@ pub mod segment;
 pub mod segments;
 pub mod settings;
 pub mod settings_billing;
+pub mod templates;

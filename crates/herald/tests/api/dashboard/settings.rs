@@ -391,7 +391,10 @@ async fn billing_shows_consumption_caps_and_invoices_when_payments_are_on(engine
     );
     let (_, html) = page(get(&app, &c, &tab).await).await;
     assert!(html.contains("0 of 1,000"), "{html}");
-    assert!(html.contains("No invoices yet"), "none before a checkout: {html}");
+    assert!(
+        html.contains("No invoices yet"),
+        "none before a checkout: {html}"
+    );
     // Subscribe: the provider's checkout page is offered as a link.
     let (status, html) =
         page(post_form(&app, &c, &format!("{base}/billing/checkout"), &[]).await).await;
