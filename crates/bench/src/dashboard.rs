@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
 use reqwest::{Client, StatusCode};
+use serde_json::json;
 use sqlx::ConnectOptions as _;
 use sqlx::sqlite::SqliteConnectOptions;
 
