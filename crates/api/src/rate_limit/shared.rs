@@ -73,7 +73,11 @@ impl<K: LimitKey> SharedRateLimiter<K> {
             };
         }
         if b.tokens == 0 && !b.spent {
-            let name = key.shared_name();
+            // The window is the key's under this node's configured limit: a cluster's nodes
+            // share one configuration, and a node configured otherwise (mid-way through a
+            // rolling change of the limit, or a test's child process) keeps a window of its
+            // own instead of spending another's by its larger slices.
+            let name = format!("{}/{}", key.shared_name(), self.limit);
             let w = i64::try_from(window).unwrap_or(i64::MAX);
             match self
                 .store

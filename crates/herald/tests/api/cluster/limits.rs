@@ -191,7 +191,7 @@ async fn retention_deletes_past_windows_and_idle_slots() {
     let res = app.get("/emails?limit=1", &project.secret_key).await;
     assert_eq!(res.status(), 200);
     let old = || count("rate_windows WHERE key = 'p:old'".to_owned());
-    let current = || count(format!("rate_windows WHERE key = 'p:{}'", project.id));
+    let current = || count(format!("rate_windows WHERE key LIKE 'p:{}/%'", project.id));
     let slots = || count("send_throttle".to_owned());
     assert_eq!((old().await, current().await, slots().await), (1, 1, 1));
     app.engine.purge_expired().await.expect("purge");
