@@ -148,6 +148,19 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(_) => {
                 ApiError::conflict("The resource conflicts with an existing one")
             }
+            e if e.is_unavailable() => {
+                tracing::warn!(error = %e, "the database is unavailable; answered 503");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "SERVICE_UNAVAILABLE",
+                    "The database is unavailable for a moment",
+                )
+                .with_suggestion(
+                    "Retry shortly; send writes with an Idempotency-Key so a retry of one whose \
+                     commit was cut off is not recorded twice",
+                )
+                .with_retry_after(1)
+            }
             other => ApiError::internal(other),
         }
     }

@@ -29,6 +29,29 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// The database could not be reached or dropped the connection (a restart, a failover, a
+    /// full pool): nothing is wrong with the request, which may be sent again shortly.
+    /// PostgreSQL's connection exceptions (class `08`) and shutdown codes (`57P01` to `57P03`)
+    /// count, as do sqlx's I/O, TLS and pool failures.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Db(e) => match e {
+                sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed => true,
+                sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+                    c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")
+                }),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         if let sqlx::Error::Database(db) = &e
@@ -44,5 +67,21 @@ impl From<sqlx::Error> for StoreError {
             return StoreError::NotFound;
         }
         StoreError::Db(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoreError;
+
+    #[test]
+    fn a_lost_connection_is_unavailable_and_a_bad_query_is_not() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert!(StoreError::Db(sqlx::Error::Io(io)).is_unavailable());
+        assert!(StoreError::Db(sqlx::Error::PoolTimedOut).is_unavailable());
+        assert!(StoreError::Db(sqlx::Error::PoolClosed).is_unavailable());
+        assert!(!StoreError::Db(sqlx::Error::RowNotFound).is_unavailable());
+        assert!(!StoreError::NotFound.is_unavailable());
+        assert!(!StoreError::Conflict("x".into()).is_unavailable());
     }
 }

@@ -103,6 +103,14 @@ async fn postgres_restarted_mid_run_loses_nothing_acknowledged() {
         refused.lock().unwrap()
     );
 
+    // A request the restart cut off is refused as the database being away (503, or the
+    // connection to the node itself failing), never as a server fault.
+    assert!(
+        !refused.lock().unwrap().contains_key("500"),
+        "a lost database answers 503, never 500: {:?}",
+        refused.lock().unwrap()
+    );
+
     // Everything acknowledged reaches the relay: the workers reconnected.
     let want: HashSet<String> = acked.into_iter().collect();
     let deadline = Instant::now() + Duration::from_secs(40);
