@@ -21,9 +21,37 @@ pub(crate) fn free_port() -> u16 {
     l.local_addr().expect("addr").port()
 }
 
+/// A `herald serve` child process, killed and reaped when dropped: a test that fails midway
+/// never leaves a server running against its database (it would hold the CI's database open).
+pub(crate) struct ServerChild(Child);
+
+impl std::ops::Deref for ServerChild {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ServerChild {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `herald serve` on the test app's database and data directory, with extra environment.
-pub(crate) fn spawn_server_with(config: &herald::Config, port: u16, env: &[(&str, &str)]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_herald"))
+pub(crate) fn spawn_server_with(
+    config: &herald::Config,
+    port: u16,
+    env: &[(&str, &str)],
+) -> ServerChild {
+    let child = Command::new(env!("CARGO_BIN_EXE_herald"))
         .arg("serve")
         .envs(env.iter().copied())
         .env("HERALD_LISTEN", format!("127.0.0.1:{port}"))
@@ -39,7 +67,8 @@ pub(crate) fn spawn_server_with(config: &herald::Config, port: u16, env: &[(&str
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn herald")
+        .expect("spawn herald");
+    ServerChild(child)
 }
 
 /// Waits until the server at `base` answers `/health`.

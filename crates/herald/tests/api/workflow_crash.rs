@@ -25,14 +25,6 @@ const CONTACTS: usize = 300;
 
 /// The child server, killed when the test ends whichever way (a failed assertion included),
 /// so no process outlives the test holding its database.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 const CHILD_ENV: [(&str, &str); 1] = [("HERALD_WEBHOOK_ALLOW_PRIVATE", "true")];
 
 async fn killed_mid_workflow_resumes_without_repeating_a_step(engine: Engine) {
@@ -71,7 +63,7 @@ async fn killed_mid_workflow_resumes_without_repeating_a_step(engine: Engine) {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let mut child = Child(spawn_server_with(&app.config, port, &CHILD_ENV));
+    let mut child = spawn_server_with(&app.config, port, &CHILD_ENV);
     wait_healthy(&client, &base).await;
     // Kill once calls are in flight: every execution started, some past their webhook.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -83,8 +75,8 @@ async fn killed_mid_workflow_resumes_without_repeating_a_step(engine: Engine) {
         assert!(Instant::now() < deadline, "the child made {calls} calls");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    child.0.kill().expect("kill -9");
-    child.0.wait().expect("reap");
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
     // Requests the dead process had already written are still being read: let them land.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let calls_at_kill = r.requests.lock().unwrap().len();
@@ -92,7 +84,7 @@ async fn killed_mid_workflow_resumes_without_repeating_a_step(engine: Engine) {
     println!("killed with {calls_at_kill} calls made, {done_at_kill} executions completed");
     assert!(done_at_kill < CONTACTS, "the kill came too late");
 
-    let child = Child(spawn_server_with(&app.config, port, &CHILD_ENV));
+    let child = spawn_server_with(&app.config, port, &CHILD_ENV);
     wait_healthy(&client, &base).await;
     let deadline = Instant::now() + Duration::from_secs(90);
     while count(ExecutionStatus::Completed).await < CONTACTS {
