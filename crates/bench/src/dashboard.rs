@@ -187,58 +187,33 @@ async fn time_post(
     form: &[(&str, &str)],
     name: &str,
 ) -> anyhow::Result<Vec<Duration>> {
-    let body = encode(form);
-    let mut times = Vec::with_capacity(RUNS);
-    for i in 0..=RUNS {
-        let t = Instant::now();
-        let res = client
+    let body = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form)
+        .finish();
+    time_requests(url, name, || {
+        client
             .post(url)
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body.clone())
-            .send()
-            .await?;
-        let status = res.status();
-        let body = res.bytes().await?;
-        let elapsed = t.elapsed();
-        if status != StatusCode::OK {
-            bail!(
-                "{name}: {url} answered {status}: {}",
-                String::from_utf8_lossy(&body)
-            );
-        }
-        if i > 0 {
-            times.push(elapsed);
-        }
-    }
-    times.sort();
-    Ok(times)
-}
-
-/// `application/x-www-form-urlencoded` of `pairs`.
-fn encode(pairs: &[(&str, &str)]) -> String {
-    let esc = |s: &str| -> String {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect()
-    };
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", esc(k), esc(v)))
-        .collect::<Vec<_>>()
-        .join("&")
+    })
+    .await
 }
 
 /// One warm-up, then [`RUNS`] timed requests; each must answer 200 with HTML.
 async fn time_page(client: &Client, url: &str, name: &str) -> anyhow::Result<Vec<Duration>> {
+    time_requests(url, name, || client.get(url)).await
+}
+
+/// One warm-up, then [`RUNS`] timed requests made by `request`; each must answer 200.
+async fn time_requests(
+    url: &str,
+    name: &str,
+    request: impl Fn() -> reqwest::RequestBuilder,
+) -> anyhow::Result<Vec<Duration>> {
     let mut times = Vec::with_capacity(RUNS);
     for i in 0..=RUNS {
         let t = Instant::now();
-        let res = client.get(url).send().await?;
+        let res = request().send().await?;
         let status = res.status();
         let body = res.bytes().await?;
         let elapsed = t.elapsed();

@@ -341,17 +341,7 @@ async fn test_campaign(
         .accept_send(&plan)
         .await
         .map_err(crate::routes::send::accept_error)?;
-    let first = accepted
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal("a test send accepted no recipient"))?;
-    if let Some(why) = first.skipped {
-        return Err(ApiError::field(
-            "email",
-            format!("the address was not sent to: {why}"),
-            "suppressed",
-        ));
-    }
+    let first = crate::routes::send::only_recipient(accepted)?;
     Ok(Json(TestResponse {
         success: true,
         data: TestSent {

@@ -258,3 +258,22 @@ async fn send(
         }),
     ))
 }
+
+/// The one recipient of a test send, or its refusal when it was skipped (suppressed, or
+/// unsubscribed from marketing mail): the campaign and the template test sends' rule.
+pub fn only_recipient(
+    accepted: Vec<herald_engine::send::accept::Accepted>,
+) -> Result<herald_engine::send::accept::Accepted, ApiError> {
+    let first = accepted
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::internal("a test send accepted no recipient"))?;
+    if let Some(why) = &first.skipped {
+        return Err(ApiError::field(
+            "email",
+            format!("the address was not sent to: {why}"),
+            "suppressed",
+        ));
+    }
+    Ok(first)
+}

@@ -78,17 +78,7 @@ pub async fn send_test(
         SubmitError::Sender(s) => ApiError::from(s),
         SubmitError::Accept(a) => accept_error(a),
     })?;
-    let first = accepted
-        .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal("a test send accepted no recipient"))?;
-    if let Some(why) = first.skipped {
-        return Err(ApiError::field(
-            "email",
-            format!("the address was not sent to: {why}"),
-            "suppressed",
-        ));
-    }
+    let first = crate::routes::send::only_recipient(accepted)?;
     Ok(TestSent {
         message_id: first.message_id,
         email: first.email,
