@@ -44,29 +44,42 @@ use crate::send::accept::{Addressee, CampaignMessage, MessageSpec, Rendered, Sta
 
 pub use send::CampaignSendError;
 
-/// How often the worker looks for due fan-outs, and the period of the SENT check.
-const POLL: Duration = Duration::from_millis(500);
+/// The period of the SENT check (once per cluster per period).
+const COMPLETION_PERIOD: Duration = Duration::from_secs(2);
 
 /// Runs campaign fan-outs (one at a time on this node) until shutdown. A scheduled campaign is
 /// a fan-out job due at its time, claimed under a lease like every job: one node runs it.
 pub async fn run_campaigns(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     loop {
-        if let Err(e) = engine.fan_out_due().await {
-            tracing::error!(error = %e, "claiming campaign fan-outs failed");
-        }
-        if crate::sleep_or_shutdown(&mut shutdown, POLL).await {
+        let mark = engine.due_mark();
+        let found = match engine.fan_out_due().await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(error = %e, "claiming campaign fan-outs failed");
+                false
+            }
+        };
+        let stop = if found {
+            *shutdown.borrow()
+        } else {
+            engine
+                .wait_for_due(&[FANOUT_JOB], mark, &mut shutdown)
+                .await
+        };
+        if stop {
             return;
         }
     }
 }
 
-/// Moves finished campaigns to SENT once per [`POLL`] in the cluster (`periodic`).
+/// Moves finished campaigns to SENT once per [`COMPLETION_PERIOD`] in the cluster
+/// (`periodic`).
 pub async fn run_completion(engine: Engine, shutdown: watch::Receiver<bool>) {
     let worker = engine.clone();
     crate::periodic::run_each_period(
         engine,
         crate::periodic::PeriodicTask::CampaignCompletion,
-        POLL,
+        COMPLETION_PERIOD,
         Duration::ZERO,
         shutdown,
         move || {

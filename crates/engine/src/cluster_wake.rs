@@ -18,6 +18,11 @@ use crate::Engine;
 pub const SEND: &str = "send";
 /// Payload: an import or bulk job was queued.
 pub const CONTACT_JOBS: &str = "contact_jobs";
+/// Payload: jobs of any kind were queued or rescheduled (`due_jobs`): look at the queues.
+pub const JOBS: &str = "jobs";
+/// The least time between two `JOBS` notifications of one node: under load a node commits
+/// jobs all the time, and the others need one look per spacing, not one per commit.
+const JOBS_SPACING: Duration = Duration::from_millis(100);
 
 /// This node's wake-ups waiting to go out to the others.
 #[derive(Default)]
@@ -45,10 +50,25 @@ pub async fn run_notifier(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     if engine.store.dialect() != herald_store::Dialect::Postgres {
         return;
     }
+    let mut jobs = engine.store.jobs_queued();
+    let mut jobs_sent = tokio::time::Instant::now();
+    let mut jobs_pending = false;
     loop {
         let what = tokio::select! {
             _ = engine.outgoing_wakes.send.notified() => SEND,
             _ = engine.outgoing_wakes.contact_jobs.notified() => CONTACT_JOBS,
+            changed = jobs.changed(), if !jobs_pending => {
+                if changed.is_err() {
+                    break;
+                }
+                jobs_pending = true;
+                continue;
+            }
+            _ = tokio::time::sleep_until(jobs_sent + JOBS_SPACING), if jobs_pending => {
+                jobs_pending = false;
+                jobs_sent = tokio::time::Instant::now();
+                JOBS
+            }
             _ = shutdown.changed() => break,
         };
         if let Err(e) = engine.store.notify_wake(what).await {
@@ -78,6 +98,7 @@ pub async fn run_listener(engine: Engine, mut shutdown: watch::Receiver<bool>) {
             got = listener.recv() => match got {
                 Ok(what) if what == SEND => engine.wake.notify_one(),
                 Ok(what) if what == CONTACT_JOBS => engine.contact_jobs_wake.notify_waiters(),
+                Ok(what) if what == JOBS => engine.due_jobs.poke(),
                 Ok(_) => {}
                 Err(e) => {
                     // The listener reconnects on the next receive.

@@ -11,6 +11,7 @@ pub mod contact_jobs;
 pub mod cpu_pool;
 pub mod db_clock;
 pub mod domains;
+pub mod due_jobs;
 pub mod feedback;
 pub mod inbound;
 mod job_lease;
@@ -58,6 +59,8 @@ pub struct EngineInner {
     pub contact_jobs_wake: tokio::sync::Notify,
     /// Wake-ups for the other nodes (`cluster_wake`).
     pub outgoing_wakes: cluster_wake::Outgoing,
+    /// When the job queues have work (`due_jobs`).
+    pub due_jobs: due_jobs::DueJobs,
     /// Where uploaded images are kept.
     pub uploads: std::sync::Arc<dyn uploads::ImageStorage>,
     /// Group-commits concurrent `/v1/send` and `/v1/track` requests.
@@ -123,6 +126,7 @@ impl Engine {
             wake: tokio::sync::Notify::new(),
             contact_jobs_wake: tokio::sync::Notify::new(),
             outgoing_wakes: Default::default(),
+            due_jobs: Default::default(),
             uploads: std::sync::Arc::new(uploads::LocalImageStorage::new(
                 settings.uploads_dir.clone(),
             )),
@@ -163,6 +167,7 @@ impl Engine {
                 shutdown.clone(),
             ));
         }
+        set.spawn(due_jobs::run_probe(self.clone(), shutdown.clone()));
         set.spawn(cluster_wake::run_listener(self.clone(), shutdown.clone()));
         set.spawn(send::worker::run_sender(self.clone(), shutdown));
         set

@@ -29,6 +29,7 @@ const BATCH: u32 = 32;
 /// Claims and runs `segment.reevaluate` jobs until shutdown.
 pub async fn run_reevaluations(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     loop {
+        let mark = engine.due_mark();
         let done = match engine.reevaluate_batch().await {
             Ok(n) => n,
             Err(e) => {
@@ -36,12 +37,14 @@ pub async fn run_reevaluations(engine: Engine, mut shutdown: watch::Receiver<boo
                 0
             }
         };
-        let idle = if done == 0 {
-            Duration::from_millis(200)
+        let stop = if done == 0 {
+            engine
+                .wait_for_due(&[REEVALUATE_JOB], mark, &mut shutdown)
+                .await
         } else {
-            Duration::ZERO
+            *shutdown.borrow()
         };
-        if crate::sleep_or_shutdown(&mut shutdown, idle).await {
+        if stop {
             return;
         }
     }

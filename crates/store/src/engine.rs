@@ -69,6 +69,8 @@ pub struct Store {
     pub(crate) precedence: std::sync::Arc<crate::write_precedence::Precedence>,
     /// Claims of periodic work on SQLite, which is one node (`periodic.rs`).
     pub(crate) periodic: std::sync::Arc<crate::periodic::LocalClaims>,
+    /// Bumped by each commit that queued jobs (`job_signal.rs`).
+    pub(crate) job_signal: std::sync::Arc<crate::job_signal::JobSignal>,
 }
 
 #[derive(Clone, Debug)]
@@ -164,6 +166,9 @@ pub struct Tx {
     pub(crate) key_cache: std::sync::Arc<crate::ttl_cache::KeyCache>,
     /// Set by a write that changes a project row: the key cache is cleared after the commit.
     pub(crate) projects_changed: bool,
+    pub(crate) job_signal: std::sync::Arc<crate::job_signal::JobSignal>,
+    /// Set by a write that queues or reschedules a job: announced after the commit.
+    pub(crate) jobs_queued: bool,
 }
 
 pub(crate) enum TxInner {
@@ -186,6 +191,9 @@ impl Tx {
         }
         if self.projects_changed {
             self.key_cache.clear();
+        }
+        if self.jobs_queued {
+            self.job_signal.bump();
         }
         Ok(())
     }
@@ -263,6 +271,7 @@ impl Store {
             cancelled_campaigns: Default::default(),
             precedence: Default::default(),
             periodic: Default::default(),
+            job_signal: Default::default(),
         })
     }
 
@@ -327,6 +336,8 @@ impl Store {
             tracked_segments: self.tracked_segments.clone(),
             key_cache: self.key_cache.clone(),
             projects_changed: false,
+            job_signal: self.job_signal.clone(),
+            jobs_queued: false,
         })
     }
 

@@ -10,6 +10,10 @@ pub enum StoreError {
     Conflict(String),
     #[error(transparent)]
     Db(sqlx::Error),
+    /// The database was unreachable for a piece of work shared by several requests (a group
+    /// commit): each request gets this copy of the cause, still answered as unavailable.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -36,6 +40,7 @@ impl StoreError {
     /// count, as do sqlx's I/O, TLS and pool failures.
     pub fn is_unavailable(&self) -> bool {
         match self {
+            StoreError::Unavailable(_) => true,
             StoreError::Db(e) => match e {
                 sqlx::Error::Io(_)
                 | sqlx::Error::Tls(_)
@@ -48,6 +53,19 @@ impl StoreError {
                 _ => false,
             },
             _ => false,
+        }
+    }
+}
+
+impl StoreError {
+    /// A copy of this error for each of several requests that one failed write served: the
+    /// copy keeps what the API answers (404, 409, 503 or 500) and the cause's text.
+    pub fn for_each_request(&self) -> StoreError {
+        match self {
+            StoreError::NotFound => StoreError::NotFound,
+            StoreError::Conflict(what) => StoreError::Conflict(what.clone()),
+            e if e.is_unavailable() => StoreError::Unavailable(format!("{e:#}")),
+            e => StoreError::Other(anyhow::anyhow!("{e:#}")),
         }
     }
 }
@@ -83,5 +101,19 @@ mod tests {
         assert!(!StoreError::Db(sqlx::Error::RowNotFound).is_unavailable());
         assert!(!StoreError::NotFound.is_unavailable());
         assert!(!StoreError::Conflict("x".into()).is_unavailable());
+    }
+
+    #[test]
+    fn a_copy_for_each_request_keeps_the_answer() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        let lost = StoreError::Db(sqlx::Error::Io(io)).for_each_request();
+        assert!(lost.is_unavailable(), "{lost}");
+        assert!(lost.to_string().contains("reset"), "{lost}");
+        let bad = StoreError::Db(sqlx::Error::RowNotFound).for_each_request();
+        assert!(matches!(bad, StoreError::Other(_)) && !bad.is_unavailable());
+        assert!(matches!(
+            StoreError::Conflict("k".into()).for_each_request(),
+            StoreError::Conflict(k) if k == "k"
+        ));
     }
 }

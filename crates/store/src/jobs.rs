@@ -66,6 +66,7 @@ pub async fn enqueue(
     run_at: Millis,
     max_attempts: i32,
 ) -> StoreResult<Uuid> {
+    tx.jobs_queued = true;
     let id = new_id();
     db_tx!(tx, |conn| {
         sqlx::query(
@@ -107,6 +108,7 @@ pub async fn retry(
     error: &str,
     now: Millis,
 ) -> StoreResult<bool> {
+    tx.jobs_queued = true;
     let n = db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE jobs SET state = 'waiting', run_at = $3, lease_until = NULL, lease_token = NULL, \
@@ -134,6 +136,7 @@ pub async fn postpone(
     run_at: Millis,
     now: Millis,
 ) -> StoreResult<bool> {
+    tx.jobs_queued = true;
     let n = db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE jobs SET state = 'waiting', run_at = $3, lease_until = NULL, lease_token = NULL, \
@@ -181,6 +184,7 @@ pub async fn reschedule(
     payload: &Value,
     now: Millis,
 ) -> StoreResult<bool> {
+    tx.jobs_queued = true;
     let n = db_tx!(tx, |conn| {
         sqlx::query(
             "UPDATE jobs SET state = 'waiting', run_at = $3, lease_until = NULL, lease_token = NULL, \
@@ -449,6 +453,7 @@ pub async fn enqueue_many(
     run_at: Millis,
     max_attempts: i32,
 ) -> StoreResult<Vec<Uuid>> {
+    tx.jobs_queued = true;
     let ids: Vec<Uuid> = jobs.iter().map(|_| new_id()).collect();
     for (chunk, chunk_ids) in jobs.chunks(200).zip(ids.chunks(200)) {
         // Every value bound per row, in text order, so SQLite binds them anonymously

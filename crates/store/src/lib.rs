@@ -37,6 +37,7 @@ pub mod feed;
 pub mod feedback;
 pub mod fields;
 pub mod invitations;
+pub mod job_signal;
 pub mod jobs;
 mod like;
 pub mod login_failures;

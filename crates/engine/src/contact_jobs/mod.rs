@@ -78,6 +78,7 @@ pub async fn run_contact_jobs(
         tokio::pin!(notified);
         notified.as_mut().enable();
         let lease = crate::job_lease::lease_ms(&engine);
+        let mark = engine.due_mark();
         match engine.store.claim_jobs(kind, 1, engine.now(), lease).await {
             Ok(claimed) if !claimed.is_empty() => {
                 for job in claimed {
@@ -88,11 +89,12 @@ pub async fn run_contact_jobs(
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, kind, "claiming contact jobs failed"),
         }
+        // Work queued here wakes it at once, and work queued on another node at that
+        // node's announcement (`due_jobs`, `cluster_wake`).
+        let kinds = [kind];
         tokio::select! {
             _ = &mut notified => {}
-            // Work queued on any node wakes it at once (`cluster_wake`); this is the fallback.
-            _ = tokio::time::sleep(engine.settings.idle_poll) => {}
-            _ = shutdown.changed() => {}
+            _ = engine.wait_for_due(&kinds, mark, &mut shutdown) => {}
         }
     }
 }

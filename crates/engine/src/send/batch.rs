@@ -288,16 +288,12 @@ async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&Work]) -> Vec<A
             }
             match write_isolated(ctx, reqs).await {
                 Ok(answers) => answers,
-                Err(e) => {
-                    let msg = format!("{e:#}");
-                    reqs.iter()
-                        .map(|_| {
-                            Err(AcceptError::Store(StoreError::Other(anyhow::anyhow!(
-                                "{msg}"
-                            ))))
-                        })
-                        .collect()
-                }
+                // Each request gets a copy that keeps the cause's kind: a lost database
+                // stays a 503 the client may retry, never a 500.
+                Err(e) => reqs
+                    .iter()
+                    .map(|_| Err(AcceptError::Store(e.for_each_request())))
+                    .collect(),
             }
         }
     }

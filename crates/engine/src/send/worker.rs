@@ -152,6 +152,7 @@ async fn run_claimer(
         }
         let lease = engine.settings.send_lease.as_millis() as i64;
         let claimed_at = engine.now();
+        let mark = engine.due_mark();
         let claimed = engine
             .store
             .claim_jobs(SEND_JOB, free as u32, claimed_at, lease)
@@ -167,12 +168,12 @@ async fn run_claimer(
             }
         };
         if jobs.is_empty() {
-            // Sleep until the next job is due, new work is queued here, or a delivery in hand
-            // finishes (it may have scheduled a retry sooner than anything else).
-            let wait = idle_wait(&engine).await;
+            // Sleep until a job is due (`due_jobs`: a retry's time came, or jobs were queued
+            // on any node), new work is queued here, or a delivery in hand finishes.
+            let mut stop = shutdown.clone();
             tokio::select! {
                 _ = engine.wake.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+                _ = engine.wait_for_due(&[SEND_JOB], mark, &mut stop) => {}
                 _ = room.notified() => {}
                 _ = shutdown.changed() => {}
             }
@@ -197,19 +198,6 @@ async fn run_claimer(
                 leases.release(id);
             }
         }
-    }
-}
-
-/// Sleeps until the next job is due, but at most the idle poll (1 s by default): other nodes
-/// may enqueue, and their wake-up may be lost (`cluster_wake`).
-async fn idle_wait(engine: &Engine) -> Duration {
-    let most = engine.settings.idle_poll;
-    match engine.store.next_job_due(SEND_JOB).await {
-        Ok(Some(due)) => {
-            let ms = (due - engine.now()).clamp(5, i64::MAX) as u64;
-            Duration::from_millis(ms).min(most)
-        }
-        _ => most,
     }
 }
 

@@ -19,10 +19,9 @@ mod runner;
 mod steps;
 pub mod webhook;
 
-use std::time::Duration;
-
 use herald_core::ids::Uuid;
 use herald_store::jobs::Job;
+use herald_store::workflows::run::{EVENT_JOB, RUN_JOB};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -30,12 +29,11 @@ use crate::Engine;
 
 /// Jobs claimed per batch.
 const BATCH: u32 = 200;
-/// How often an idle worker looks for due jobs.
-const POLL: Duration = Duration::from_millis(200);
-
-/// Runs dispatches and executions until shutdown.
+/// Runs dispatches and executions until shutdown; idle, it waits for due jobs
+/// (`due_jobs`).
 pub async fn run_workflows(engine: Engine, mut shutdown: watch::Receiver<bool>) {
     loop {
+        let mark = engine.due_mark();
         let mut busy = false;
         match engine.dispatch_events().await {
             Ok(n) => busy |= n > 0,
@@ -48,7 +46,11 @@ pub async fn run_workflows(engine: Engine, mut shutdown: watch::Receiver<bool>) 
         if *shutdown.borrow() {
             return;
         }
-        if !busy && crate::sleep_or_shutdown(&mut shutdown, POLL).await {
+        if !busy
+            && engine
+                .wait_for_due(&[EVENT_JOB, RUN_JOB], mark, &mut shutdown)
+                .await
+        {
             return;
         }
     }

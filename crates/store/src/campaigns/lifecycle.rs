@@ -249,6 +249,7 @@ impl Store {
 /// Moves a waiting fan-out job to `run_at`; false when the job is gone or failed (a new one is
 /// needed). A job being run right now counts as kept: it checks the campaign itself.
 async fn reschedule(tx: &mut Tx, job: Uuid, run_at: Millis) -> StoreResult<bool> {
+    tx.jobs_queued = true;
     let moved = db_tx!(tx, |conn| {
         sqlx::query("UPDATE jobs SET run_at = $2 WHERE id = $1 AND state = 'waiting'")
             .bind(job)
