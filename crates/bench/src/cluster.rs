@@ -25,6 +25,8 @@ const MOST_CPU_RATIO: f64 = 1.15;
 const MOST_IDLE_QPS: f64 = 5.0;
 /// How long each idle reading lasts.
 const IDLE_WINDOW: Duration = Duration::from_secs(30);
+/// The wait before an idle reading, for PostgreSQL's statistics of the work before to arrive.
+const STATS_SETTLE: Duration = Duration::from_secs(12);
 
 pub async fn run(
     count: usize,
@@ -85,11 +87,14 @@ pub async fn run(
         verdict(ratio <= MOST_CPU_RATIO)
     );
 
-    // Idle: the three nodes against none (the setup server runs in both readings).
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Idle: the three nodes against none (the setup server runs in both readings). A backend
+    // reports its counts at most every second while busy and only after 10 s once idle
+    // (PostgreSQL's PGSTAT_IDLE_INTERVAL), so the readings begin past that: the work just done
+    // would otherwise be counted as idle load.
+    tokio::time::sleep(STATS_SETTLE).await;
     let busy = transactions_per_sec(url).await?;
     drop(three);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(STATS_SETTLE).await;
     let quiet = transactions_per_sec(url).await?;
     let per_node = (busy - quiet).max(0.0) / 3.0;
     println!(
