@@ -2,7 +2,8 @@
 //! with its progress bar and row report, bulk actions on selected rows and on all that
 //! match, Settings → Domains (records, copy buttons, Verify) and API keys (regenerated after
 //! the in-page confirmation, the secret shown once), the 404 of another user's project, the
-//! account page (sessions, delete after a dialog), and the keyboard paths with a visible
+//! account page (sessions, delete after a dialog), Settings → Billing with payments on
+//! (usage, a monthly limit saved, the checkout link), and the keyboard paths with a visible
 //! focus ring. Every page passes `Page::check_page` (same origin, no errors, no sideways
 //! scroll at 375 px; screenshots light and dark in target/screenshots).
 
@@ -20,6 +21,7 @@ both_engines_with_browser!(
     another_users_project_is_the_404_page,
     the_account_page_in_the_browser,
     the_keyboard_reaches_the_forms_and_the_navigation_with_a_focus_ring,
+    the_billing_tab_in_the_browser,
 );
 
 const PASSWORD: &str = "correct horse battery";
@@ -445,4 +447,67 @@ async fn the_keyboard_reaches_the_forms_and_the_navigation_with_a_focus_ring(eng
     }
     page.navigating(page.press("Enter")).await.unwrap();
     assert!(page.url().await.unwrap().ends_with("/contacts"));
+}
+
+/// Settings → Billing with payments on (a Stripe stand-in): the month's usage, a monthly limit
+/// saved through the form and read back by the API, and Subscribe giving the provider's link.
+async fn the_billing_tab_in_the_browser(engine: Engine) {
+    let stripe = crate::payments::stand_in::StripeStandIn::start().await;
+    let app = engine
+        .browser_app_with(|c| crate::payments::use_stripe(c, &stripe.base))
+        .await;
+    let p = app.project().await;
+    let browser = Browser::start().await.unwrap();
+    let mut page = browser.new_page().await.unwrap();
+    log_in(&page, &app, &owner_email(&app, &p).await).await;
+    page.click_and_wait("nav[aria-label=Main] a", Some("Settings"))
+        .await
+        .unwrap();
+    page.click_and_wait("nav[aria-label=Settings] a", Some("Billing"))
+        .await
+        .unwrap();
+    let shown = page.body_text().await.unwrap();
+    assert!(shown.contains("This month"), "{shown}");
+    assert!(shown.contains("No subscription yet"), "{shown}");
+    assert!(shown.contains("No invoices yet"), "{shown}");
+    page.check_page(&app.base, "dashboard-billing-empty").await;
+
+    // The first row is transactional mail: a limit typed with a separator is saved.
+    page.fill("Monthly limit", "1,000").await.unwrap();
+    page.click_and_wait("button", Some("Save")).await.unwrap();
+    assert!(page.url().await.unwrap().contains("notice=limits"));
+    let limits = expect_json(
+        app.call_with(
+            &p.owner,
+            Method::GET,
+            &format!("/users/@me/projects/{}/billing-limits", p.id),
+            None,
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(limits["transactional"], 1000, "{limits}");
+    assert!(
+        page.body_text().await.unwrap().contains("0 of 1,000"),
+        "the limit shows against the usage"
+    );
+
+    // Subscribe: the provider's checkout, as a link (the page's CSP keeps forms on Herald).
+    page.click_and_wait("button", Some("Subscribe"))
+        .await
+        .unwrap();
+    page.wait_for("document.querySelector('a[rel=noopener]') !== null")
+        .await
+        .unwrap();
+    let href = page
+        .eval("document.querySelector('.alert.success a').getAttribute('href')")
+        .await
+        .unwrap();
+    assert!(
+        href.as_str().is_some_and(|h| h.starts_with("https://")),
+        "{href}"
+    );
+    page.check_page(&app.base, "dashboard-billing").await;
 }
