@@ -38,7 +38,7 @@ pub const KINDS: [&str; 7] = [
 /// How often a waiting loop compares the snapshot's due times with the clock (no database).
 const TICK: Duration = Duration::from_millis(100);
 /// The least time between two looks, however often jobs are announced.
-const MIN_SPACING: Duration = Duration::from_millis(20);
+const MIN_SPACING: Duration = Duration::from_millis(50);
 /// The longest a loop waits without claiming, should the probe have stopped: this many idle
 /// polls, and at least [`MIN_FALLBACK`].
 const FALLBACK_POLLS: u32 = 3;

@@ -168,22 +168,31 @@ impl Store {
         Ok(row.map(|r| r.0))
     }
 
-    /// The verified row of exactly `domain` in the project.
+    /// The verified row of exactly `domain` in the project (kept for a second on this node,
+    /// `ttl_cache.rs`: every `/v1/send` asks).
     pub async fn verified_domain(
         &self,
         project_id: Uuid,
         domain: &str,
     ) -> StoreResult<Option<Domain>> {
+        let key = (project_id, domain.to_owned());
+        if let Some(found) = self.verified_domains.get(&key) {
+            return Ok(Some(found));
+        }
         let q = format!(
             "SELECT {COLUMNS} FROM domains WHERE project_id = $1 AND domain = $2 AND verified"
         );
-        Ok(db_read!(self, |pool| {
+        let found: Option<Domain> = db_read!(self, |pool| {
             sqlx::query_as(AssertSqlSafe(q.as_str()))
                 .bind(project_id)
                 .bind(domain)
                 .fetch_optional(pool)
                 .await?
-        }))
+        });
+        if let Some(d) = &found {
+            self.verified_domains.put(key, d.clone());
+        }
+        Ok(found)
     }
 
     /// A verified row of `domain` in any project: only for Herald's own account mail (the
@@ -271,6 +280,7 @@ impl Store {
                 .await?;
         });
         tx.commit().await?;
+        self.verified_domains.clear();
         Ok(DomainDeletion::Deleted)
     }
 }

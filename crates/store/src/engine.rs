@@ -65,6 +65,8 @@ pub struct Store {
     pub(crate) tracked_segments: std::sync::Arc<crate::ttl_cache::TrackedSegments>,
     /// Whether a campaign was cancelled, for a second (see `ttl_cache.rs`).
     pub(crate) cancelled_campaigns: std::sync::Arc<crate::ttl_cache::CancelledCampaigns>,
+    /// Verified sender domains, for a second (see `ttl_cache.rs`).
+    pub(crate) verified_domains: std::sync::Arc<crate::ttl_cache::VerifiedDomains>,
     /// Request writes before background writes at SQLite's writer (`write_precedence.rs`).
     pub(crate) precedence: std::sync::Arc<crate::write_precedence::Precedence>,
     /// Claims of periodic work on SQLite, which is one node (`periodic.rs`).
@@ -269,6 +271,7 @@ impl Store {
             key_cache: Default::default(),
             tracked_segments: Default::default(),
             cancelled_campaigns: Default::default(),
+            verified_domains: Default::default(),
             precedence: Default::default(),
             periodic: Default::default(),
             job_signal: Default::default(),

@@ -7,10 +7,13 @@
 //!   whether the write enqueues a membership re-evaluation.
 //! - whether a campaign was cancelled: asked before each of its messages is handed over, so a
 //!   cancel stops messages already claimed and waiting in the throttle.
+//! - a project's verified sender domain by name: asked on every `/v1/send` (only verified
+//!   rows are kept, so a domain verified just now is found at once).
 //!
 //! Guarantees: every write of this process that changes a cached answer clears that cache at
 //! once (project settings, new keys, deletion, disabling and enabling, the disabling on commit;
-//! segment create, update, delete; campaign cancel), so on this node
+//! segment create, update, delete; campaign cancel; a domain check's result, a domain's
+//! deletion), so on this node
 //! a regenerated key stops working with its commit. Another node may still answer from its
 //! cache for up to [`TTL`]: accept an old key, see old project settings, or skip the
 //! re-evaluation of a contact changed in the second after a tracked segment was created (the
@@ -67,6 +70,9 @@ pub(crate) type KeyCache = TtlCache<String, crate::accounts::Project>;
 pub(crate) type TrackedSegments = TtlCache<herald_core::ids::Uuid, bool>;
 /// Whether a campaign was cancelled (asked before each of its messages is handed over).
 pub(crate) type CancelledCampaigns = TtlCache<herald_core::ids::Uuid, bool>;
+/// Verified domain rows by (project, domain).
+pub(crate) type VerifiedDomains =
+    TtlCache<(herald_core::ids::Uuid, String), crate::domains::Domain>;
 
 #[cfg(test)]
 mod tests {

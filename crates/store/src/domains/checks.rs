@@ -87,6 +87,9 @@ impl Store {
             insert_activity(&mut tx, project_id, kind, &data, check.now).await?;
         }
         tx.commit().await?;
+        if changed.is_some() {
+            self.verified_domains.clear();
+        }
         Ok(CheckOutcome {
             domain: updated,
             changed,
