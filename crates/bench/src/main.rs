@@ -62,6 +62,7 @@ mod child;
 mod cluster;
 mod contacts;
 mod dashboard;
+mod dashboard_campaign;
 mod imports;
 mod load;
 mod mcp;
