@@ -147,7 +147,13 @@ async fn progress(
     c: &Campaign,
 ) -> Result<Progress, ApiError> {
     let s = stats(state, page.id(), c).await?;
-    let statuses = state.store.campaign_statuses(page.id(), c.id).await?;
+    let sending = c.status == CampaignStatus::Sending;
+    // Only a send under way shows its progress (a scan of the campaign's messages).
+    let statuses = if sending {
+        state.store.campaign_statuses(page.id(), c.id).await?
+    } else {
+        Vec::new()
+    };
     let (mut sent, mut remaining, mut failed) = (0, 0, 0);
     for (status, n) in statuses {
         if status.went_out() {
@@ -158,7 +164,6 @@ async fn progress(
             remaining += n;
         }
     }
-    let sending = c.status == CampaignStatus::Sending;
     let queued = c.total_recipients.max(sent + failed + remaining);
     let done = sent + failed;
     Ok(Progress {
@@ -194,10 +199,19 @@ async fn activity_chart(
         .min()
         .unwrap_or(start_ms / HOUR_MS)
         .min(start_ms / HOUR_MS);
-    let last = rows.iter().map(|(h, _, _)| *h).max().unwrap_or(first);
+    // Up to the last event, and on to now for a day after the start (no empty future hours);
+    // two points at least.
+    let now_hour = state.engine.now() / HOUR_MS;
+    let last = rows
+        .iter()
+        .map(|(h, _, _)| *h)
+        .max()
+        .unwrap_or(first)
+        .max(now_hour.min(first + 23))
+        .max(first + 1);
     let hourly = (last - first) * HOUR_MS <= HOURLY_SPAN;
     let (step, first, mut n) = if hourly {
-        (HOUR_MS, first * HOUR_MS, (last - first + 1).max(24))
+        (HOUR_MS, first * HOUR_MS, last - first + 1)
     } else {
         let first_day = first * HOUR_MS / DAY_MS;
         let last_day = last * HOUR_MS / DAY_MS;
