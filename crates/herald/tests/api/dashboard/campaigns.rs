@@ -149,6 +149,27 @@ async fn list_new_create_and_save_with_errors_in_place(engine: Engine) {
         "the body kept: {html}"
     );
 
+    // Without JavaScript a builder button posts the whole form: re-rendered with the row
+    // added, nothing created.
+    let mut more = campaign_form("Filtered", "s", "FILTERED");
+    more.extend([
+        ("audienceFilter.operator", "AND"),
+        ("audienceFilter.conditions", ""),
+        ("audienceFilter.conditions.0.field", "email"),
+        ("audienceFilter.conditions.0.operator", "contains"),
+        ("audienceFilter.conditions.0.value", "@"),
+        ("builder", "add-row:audienceFilter"),
+    ]);
+    let (status, html) = page(post_form(&app, &c, &base, &more).await).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains(r#"name="audienceFilter.conditions.1.field""#),
+        "{html}"
+    );
+    assert!(html.contains(r#"value="Filtered""#), "the typed name kept");
+    let none = expect_json(app.get("/campaigns", &p.secret_key).await, 200).await;
+    assert_eq!(none["total"], 0, "{none}");
+
     let id = create_in_page(
         &app,
         &c,
