@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use herald_core::campaign::{AudienceType, CampaignStatus, test_subject};
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
-use herald_core::ids::{Uuid, parse_id};
+use herald_core::ids::Uuid;
 use herald_core::kinds::TemplateType;
 use herald_core::time::parse_iso;
 use herald_engine::campaigns::CampaignSendError;
@@ -459,24 +459,10 @@ pub async fn recipient_count(
     let filter = match AudienceType::parse(raw) {
         Some(AudienceType::All) => None,
         Some(AudienceType::Segment) => {
-            let raw = req.segment_id.as_deref().unwrap_or("");
-            let segment = parse_id(raw).filter(|_| !raw.is_empty());
-            let found = match segment {
-                Some(id) => state.store.segment(project_id, id).await?,
-                None => None,
-            };
-            let Some(s) = found else {
-                return Err(ApiError::field(
-                    "segmentId",
-                    if raw.is_empty() {
-                        "segmentId is required when audienceType is SEGMENT".to_owned()
-                    } else {
-                        format!("segment {raw} does not exist")
-                    },
-                    "segment_not_found",
-                ));
-            };
-            Some(member_of(s.id))
+            match rules::segment(&state.store, project_id, req.segment_id.as_deref()).await? {
+                Ok(id) => Some(member_of(id)),
+                Err(e) => return Err(ApiError::validation(vec![e])),
+            }
         }
         Some(AudienceType::Filtered) => {
             let tree = req.audience_filter.clone().unwrap_or(Value::Null);
