@@ -24,6 +24,7 @@ both_engines!(
     the_recipient_count_is_the_apis_for_every_audience,
     test_schedule_cancel_and_send_confirm_first_then_report,
     refusals_show_the_apis_reason_where_it_belongs,
+    a_sending_campaign_polls_its_progress_and_can_be_cancelled,
     another_projects_campaign_is_not_found,
 );
 
@@ -720,6 +721,69 @@ async fn refusals_show_the_apis_reason_where_it_belongs(engine: Engine) {
         "the sender kept visible: {html}"
     );
     assert_eq!(campaign(&app, &p, &id).await["status"], "DRAFT");
+}
+
+async fn a_sending_campaign_polls_its_progress_and_can_be_cancelled(engine: Engine) {
+    let app = engine.app().await;
+    let (p, c) = shop(&app).await;
+    let id = create_in_page(&app, &c, &p, &campaign_form("Midway", "s", "ALL")).await;
+    // A send under way whose fan-out has queued 3 recipients and has not finished (no job
+    // runs it: the page is what is tested).
+    let update = format!(
+        "UPDATE campaigns SET status = 'SENDING', total_recipients = 3, started_at = {} \
+         WHERE id = '{id}'",
+        app.clock.now()
+    );
+    let update = if engine == Engine::Postgres {
+        update
+    } else {
+        update.replace(&format!("'{id}'"), &format!("X'{}'", id.replace('-', "")))
+    };
+    run_sql(&app, &[&update]).await;
+    let here = format!("/app/p/{}/campaigns/{id}", p.id);
+    let (status, html) = page(get(&app, &c, &here).await).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains(r#"<span class="badge warning">Sending</span>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            r#"hx-get="{here}/progress" hx-trigger="every 2s" hx-swap="outerHTML""#
+        )),
+        "the progress polls: {html}"
+    );
+    for words in [
+        "<dt>Queued</dt><dd>3</dd>",
+        "<dt>Sent</dt><dd>0</dd>",
+        "<dt>Remaining</dt><dd>0</dd>",
+    ] {
+        assert!(html.contains(words), "{words}: {html}");
+    }
+    assert!(html.contains(">Cancel campaign</button>"), "{html}");
+    let (_, fragment) = page(get(&app, &c, &format!("{here}/progress")).await).await;
+    assert!(
+        fragment.contains(r#"id="campaign-progress" hx-get="#),
+        "{fragment}"
+    );
+    assert!(!fragment.contains("<html"), "a fragment, not a page");
+
+    let (status, html) = page(post_form(&app, &c, &format!("{here}/cancel"), &[]).await).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains(
+            "Cancel Midway? Messages not sent yet will not be sent (3 contacts queued so far)."
+        ),
+        "{html}"
+    );
+    let res = post_form(&app, &c, &format!("{here}/cancel"), &[("confirm", "yes")]).await;
+    assert_eq!(location(&res), here);
+    assert_eq!(campaign(&app, &p, &id).await["status"], "CANCELLED");
+    let (_, fragment) = page(get(&app, &c, &format!("{here}/progress")).await).await;
+    assert!(
+        !fragment.contains("hx-get"),
+        "the polling stops: {fragment}"
+    );
 }
 
 async fn another_projects_campaign_is_not_found(engine: Engine) {
