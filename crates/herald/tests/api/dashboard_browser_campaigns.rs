@@ -125,6 +125,18 @@ async fn a_campaign_is_written_tested_scheduled_cancelled_sent_and_measured(engi
     ))
     .await
     .unwrap();
+    // Conditions: the filter builder appears; its starter (subscribed) counts the same three.
+    page.click("label", Some("Contacts matching conditions"))
+        .await
+        .unwrap();
+    page.wait_for(&format!(
+        "document.querySelector('#recipient-count').innerText.includes('3 contacts will receive it') \
+         && document.querySelector('.audience-filter').offsetHeight > 0 && {HTMX_IDLE}"
+    ))
+    .await
+    .unwrap();
+    page.check_page(&app.base, "dashboard-campaign-filtered")
+        .await;
     page.click("label", Some("All contacts")).await.unwrap();
     page.wait_for(&format!(
         "document.querySelector('#recipient-count').innerText.includes('3 contacts will receive it') && {HTMX_IDLE}"
