@@ -39,8 +39,9 @@
 //!
 //! `dashboard` times the dashboard's home, contacts page, an email-prefix search and a contact's
 //! page at `count` contacts (default 1,000,000, SQLite) with a session cookie, p50 and p95,
-//! then the template editor and its two preview round trips, and prints the shipped JS + CSS
-//! gzipped (`dashboard.rs`).
+//! then the template editor and its two preview round trips, prints the shipped JS + CSS
+//! gzipped (`dashboard.rs`), and times the report of a campaign sent to every contact
+//! (`dashboard_campaign.rs`).
 //!
 //! `cluster` (PostgreSQL, `--database-url`) sends `count` messages (default 20,000) through one
 //! `all` node, then through an `api` node with two `worker` nodes, each node the `herald`
@@ -62,6 +63,7 @@ mod child;
 mod cluster;
 mod contacts;
 mod dashboard;
+mod dashboard_campaign;
 mod imports;
 mod load;
 mod mcp;

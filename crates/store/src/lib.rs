@@ -20,6 +20,7 @@ pub mod analytics;
 pub mod audience;
 pub mod billing;
 pub mod blobs;
+pub mod campaign_report;
 pub mod campaigns;
 mod checkpoint;
 pub mod contact_jobs;

@@ -121,6 +121,40 @@
     });
   });
 
+  // A time chosen in the browser's time zone (datetime-local with data-utc="<hidden input>"):
+  // the hidden input gets the instant in ISO 8601 UTC, and the hint says it in both zones.
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function utcWords(d) {
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) +
+      " " + pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + " UTC";
+  }
+  var zone = "";
+  try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (_) { zone = ""; }
+  document.querySelectorAll("input[data-utc]").forEach(function (input) {
+    var hidden = document.getElementById(input.getAttribute("data-utc"));
+    var words = input.closest(".field").querySelector("[data-utc-words]");
+    function update() {
+      var d = input.value ? new Date(input.value) : null;
+      var ok = d && !isNaN(d.getTime());
+      if (hidden) hidden.value = ok ? d.toISOString() : "";
+      if (words) {
+        words.textContent = ok
+          ? "Your time" + (zone ? " (" + zone + ")" : "") + "; that is " + utcWords(d) + "."
+          : "In your time zone" + (zone ? " (" + zone + ")" : "") + "; shown in UTC too once chosen.";
+      }
+    }
+    input.addEventListener("input", update);
+    input.addEventListener("change", update);
+    update();
+  });
+  // Times printed in UTC (time[data-local]) also in the browser's time zone.
+  document.querySelectorAll("time[data-local]").forEach(function (t) {
+    var d = new Date(t.getAttribute("datetime"));
+    if (isNaN(d.getTime())) return;
+    t.textContent = d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) +
+      (zone ? " " + zone : "") + " (" + utcWords(d) + ")";
+  });
+
   // Toasts leave after a few seconds.
   document.querySelectorAll(".toast").forEach(function (t) {
     setTimeout(function () { t.classList.add("hidden"); }, 4000);

@@ -131,8 +131,8 @@
 
   // The preview frame: the form posts to it (Refresh preview) shortly after the user stops
   // typing; htmx refreshes the details beside it the same way.
-  var form = document.getElementById("template-form");
   var refresh = document.getElementById("preview-refresh");
+  var form = refresh && refresh.form;
   var frame = document.querySelector("iframe[name=preview-frame]");
   if (form && refresh && frame && form.requestSubmit) {
     var timer = null;

@@ -12,7 +12,7 @@
 //!
 //! Invariants: the geometry fits the view box whatever the values (negative values count as
 //! 0, all-zero series draw on the axis); the y axis runs from 0 to a round maximum (1, 2, 2.5
-//! or 5 times a power of ten); at most [`MAX_X_LABELS`] x labels are printed, evenly spaced;
+//! or 5 times a power of ten; for counts at least 4, so grid values are whole); at most [`MAX_X_LABELS`] x labels are printed, evenly spaced;
 //! every text is escaped by askama like any other value.
 
 use crate::format::count;
@@ -114,7 +114,11 @@ impl Chart {
             .iter()
             .flat_map(|s| (0..n).map(move |i| value(s, i)))
             .fold(0.0_f64, f64::max);
-        let top = nice_max(peak);
+        // Counts are whole: a small peak still gets whole grid values (0, 1, 2, 3, 4).
+        let top = match self.format {
+            ValueFormat::Count => nice_max(peak).max(GRID_LINES as f64),
+            ValueFormat::Percent => nice_max(peak),
+        };
         let plot_w = WIDTH - LEFT - RIGHT;
         let plot_h = HEIGHT - TOP - BOTTOM;
         let y_of = |v: f64| TOP + plot_h * (1.0 - v / top);

@@ -20,6 +20,7 @@ mod filter_builder;
 mod form;
 mod format;
 pub mod headers;
+mod pager;
 mod pages;
 mod render;
 mod session;
@@ -196,6 +197,42 @@ pub fn router() -> Router<AppState> {
         .route(
             "/app/p/{project}/templates/{id}/test",
             post(pages::templates::editor::test),
+        )
+        .route(
+            "/app/p/{project}/campaigns",
+            get(pages::campaigns::list::page).post(pages::campaigns::list::create_submit),
+        )
+        .route(
+            "/app/p/{project}/campaigns/new",
+            get(pages::campaigns::list::new_page),
+        )
+        .route(
+            "/app/p/{project}/campaigns/count",
+            post(pages::campaigns::editor::count),
+        )
+        .route(
+            "/app/p/{project}/campaigns/{id}",
+            get(pages::campaigns::editor::page).post(pages::campaigns::editor::save),
+        )
+        .route(
+            "/app/p/{project}/campaigns/{id}/progress",
+            get(pages::campaigns::report::progress_fragment),
+        )
+        .route(
+            "/app/p/{project}/campaigns/{id}/test",
+            post(pages::campaigns::actions::test),
+        )
+        .route(
+            "/app/p/{project}/campaigns/{id}/send",
+            post(pages::campaigns::actions::send_now),
+        )
+        .route(
+            "/app/p/{project}/campaigns/{id}/schedule",
+            post(pages::campaigns::actions::schedule),
+        )
+        .route(
+            "/app/p/{project}/campaigns/{id}/cancel",
+            post(pages::campaigns::actions::cancel_submit),
         )
         .route("/app/p/{project}/{section}", get(pages::later::page))
         .route("/app/{*rest}", get(pages::not_found::page))

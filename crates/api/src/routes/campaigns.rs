@@ -12,7 +12,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use herald_core::campaign::{CampaignStatus, test_subject};
+use herald_core::campaign::{AudienceType, CampaignStatus, test_subject};
 use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::Uuid;
@@ -20,6 +20,7 @@ use herald_core::kinds::TemplateType;
 use herald_core::time::parse_iso;
 use herald_engine::campaigns::CampaignSendError;
 use herald_engine::send::{Merged, Recipient, SendPlan};
+use herald_store::audience::{Audience, member_of};
 use herald_store::campaigns::{Campaign, Outcome};
 use serde_json::{Value, json};
 use utoipa_axum::router::OpenApiRouter;
@@ -30,6 +31,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, parse_json, path_id};
 use crate::query::{PageParams, Query, text};
 use crate::routes::analytics::CampaignStatsResponse;
+use crate::routes::segments::count_tree;
 use crate::routes::templates::rules::copy_name;
 use crate::state::AppState;
 
@@ -61,10 +63,16 @@ fn campaign_id(raw: &str) -> ApiResult<Uuid> {
 }
 
 async fn load(state: &AppState, auth: &ProjectAuth, raw: &str) -> ApiResult<Campaign> {
+    campaign_of(state, auth.id(), raw).await
+}
+
+/// The project's campaign `raw` (an id as a path gives it); 404 when unknown or another
+/// project's.
+pub async fn campaign_of(state: &AppState, project_id: Uuid, raw: &str) -> ApiResult<Campaign> {
     let id = campaign_id(raw)?;
     state
         .store
-        .campaign(auth.id(), id)
+        .campaign(project_id, id)
         .await?
         .ok_or_else(not_found)
 }
@@ -84,12 +92,12 @@ fn settle<T>(outcome: Outcome<T>, action: &str) -> ApiResult<T> {
 }
 
 /// Refuses a sender that is not on a verified domain of the project (403).
-async fn require_sender(state: &AppState, auth: &ProjectAuth, from: &str) -> ApiResult<()> {
+async fn require_sender(state: &AppState, project_id: Uuid, from: &str) -> ApiResult<()> {
     let from = EmailAddress::parse(from)
         .map_err(|_| ApiError::field("from", "from is not a valid address", "invalid_email"))?;
     state
         .engine
-        .require_verified_sender(auth.id(), &from)
+        .require_verified_sender(project_id, &from)
         .await?;
     Ok(())
 }
@@ -110,8 +118,6 @@ async fn list_campaigns(
     Query(paging): Query<PageParams>,
     Query(q): Query<CampaignListQuery>,
 ) -> ApiResult<Json<CampaignList>> {
-    let page_size = paging.limit.get();
-    let page = paging.page();
     let status = match text(&q.status) {
         None => None,
         Some(s) => Some(CampaignStatus::parse(s).ok_or_else(|| {
@@ -122,19 +128,32 @@ async fn list_campaigns(
             )
         })?),
     };
-    let offset = u64::from(page - 1) * u64::from(page_size);
+    let list = campaign_list(&state, auth.id(), status, paging.page(), paging.limit.get()).await?;
+    Ok(Json(list))
+}
+
+/// The project's campaigns with `status` (all when `None`), newest first, page `page` (from 1)
+/// of `page_size`.
+pub async fn campaign_list(
+    state: &AppState,
+    project_id: Uuid,
+    status: Option<CampaignStatus>,
+    page: u32,
+    page_size: u32,
+) -> ApiResult<CampaignList> {
+    let offset = u64::from(page.max(1) - 1) * u64::from(page_size);
     let found = state
         .store
-        .list_campaigns(auth.id(), status, page_size, offset)
+        .list_campaigns(project_id, status, page_size, offset)
         .await?;
-    let size = i64::from(page_size);
-    Ok(Json(CampaignList {
+    let size = i64::from(page_size.max(1));
+    Ok(CampaignList {
         campaigns: found.campaigns.into_iter().map(Into::into).collect(),
         page,
         page_size,
         total: found.total,
         total_pages: (found.total + size - 1) / size,
-    }))
+    })
 }
 
 /// Creates a DRAFT campaign.
@@ -145,13 +164,23 @@ async fn create_campaign(
     auth: ProjectAuth,
     ApiJson(body): ApiJson<CampaignRequest>,
 ) -> ApiResult<(StatusCode, Json<CampaignEnvelope>)> {
-    let content = rules::check(&state.store, auth.id(), body).await?;
-    require_sender(&state, &auth, &content.from_email).await?;
-    let c = state
-        .store
-        .create_campaign(auth.id(), &content, state.engine.now())
-        .await?;
+    let c = create(&state, auth.id(), body).await?;
     Ok((StatusCode::CREATED, Json(c.into())))
+}
+
+/// Creates a DRAFT campaign from a request (the rules of `POST /campaigns`: every field
+/// problem in one 422, then the sender's verified domain, 403).
+pub async fn create(
+    state: &AppState,
+    project_id: Uuid,
+    body: CampaignRequest,
+) -> ApiResult<Campaign> {
+    let content = rules::check(&state.store, project_id, body).await?;
+    require_sender(state, project_id, &content.from_email).await?;
+    Ok(state
+        .store
+        .create_campaign(project_id, &content, state.engine.now())
+        .await?)
 }
 
 /// One campaign, with its progress while sending.
@@ -176,16 +205,28 @@ async fn replace_campaign(
     ApiJson(body): ApiJson<CampaignRequest>,
 ) -> ApiResult<Json<CampaignResponse>> {
     let current = load(&state, &auth, &id).await?;
+    Ok(Json(
+        replace(&state, auth.id(), &current, body).await?.into(),
+    ))
+}
+
+/// Replaces a DRAFT or SCHEDULED campaign with a request (the rules of `PUT /campaigns/:id`).
+pub async fn replace(
+    state: &AppState,
+    project_id: Uuid,
+    current: &Campaign,
+    body: CampaignRequest,
+) -> ApiResult<Campaign> {
     if !current.status.is_editable() {
         return Err(refused("edited", current.status));
     }
-    let content = rules::check(&state.store, auth.id(), body).await?;
-    require_sender(&state, &auth, &content.from_email).await?;
+    let content = rules::check(&state.store, project_id, body).await?;
+    require_sender(state, project_id, &content.from_email).await?;
     let outcome = state
         .store
-        .replace_campaign(auth.id(), current.id, &content, state.engine.now())
+        .replace_campaign(project_id, current.id, &content, state.engine.now())
         .await?;
-    Ok(Json(settle(outcome, "edited")?.into()))
+    settle(outcome, "edited")
 }
 
 /// Deletes a campaign that is not SCHEDULED or SENDING (409 then).
@@ -236,7 +277,20 @@ async fn send_campaign(
     } else {
         parse_json(&body)?
     };
-    let at = match req.scheduled_for.as_deref().filter(|s| !s.is_empty()) {
+    let sent = send(&state, auth.id(), id, req.scheduled_for.as_deref()).await?;
+    Ok(Json(sent.into()))
+}
+
+/// Sends the campaign now, or schedules it at `scheduled_for` (ISO 8601; blank is now): the
+/// rules of `POST /campaigns/:id/send` (status, a future time, the sender's verified domain,
+/// the segment, the billing limit).
+pub async fn send(
+    state: &AppState,
+    project_id: Uuid,
+    id: Uuid,
+    scheduled_for: Option<&str>,
+) -> ApiResult<Campaign> {
+    let at = match scheduled_for.filter(|s| !s.is_empty()) {
         None => None,
         Some(raw) => Some(parse_iso(raw).ok_or_else(|| {
             ApiError::field(
@@ -246,8 +300,7 @@ async fn send_campaign(
             )
         })?),
     };
-    let sent = state.engine.send_campaign(auth.id(), id, at).await?;
-    Ok(Json(sent.into()))
+    Ok(state.engine.send_campaign(project_id, id, at).await?)
 }
 
 impl From<CampaignSendError> for ApiError {
@@ -285,11 +338,16 @@ async fn cancel_campaign(
     Path(id): Path<String>,
 ) -> ApiResult<Json<CampaignEnvelope>> {
     let id = campaign_id(&id)?;
+    Ok(Json(cancel(&state, auth.id(), id).await?.into()))
+}
+
+/// Cancels a SCHEDULED or SENDING campaign (409 otherwise).
+pub async fn cancel(state: &AppState, project_id: Uuid, id: Uuid) -> ApiResult<Campaign> {
     let outcome = state
         .store
-        .cancel_campaign(auth.id(), id, state.engine.now())
+        .cancel_campaign(project_id, id, state.engine.now())
         .await?;
-    Ok(Json(settle(outcome, "cancelled")?.into()))
+    settle(outcome, "cancelled")
 }
 
 /// Sends the campaign's message once to `email`, subject marked "[Test]", whatever the
@@ -305,17 +363,31 @@ async fn test_campaign(
     ApiJson(body): ApiJson<CampaignTestRequest>,
 ) -> ApiResult<Json<TestResponse>> {
     let c = load(&state, &auth, &id).await?;
-    let raw = body
-        .email
-        .filter(|e| !e.trim().is_empty())
-        .ok_or_else(|| ApiError::field("email", "email is required", "required"))?;
-    let to = herald_core::rules::address(&raw)
+    let data = test_send(&state, auth.id(), &c, body.email.as_deref().unwrap_or("")).await?;
+    Ok(Json(TestResponse {
+        success: true,
+        data,
+    }))
+}
+
+/// Sends the campaign's message once to `email`, subject marked "[Test]" (the rules of
+/// `POST /campaigns/:id/test`).
+pub async fn test_send(
+    state: &AppState,
+    project_id: Uuid,
+    c: &Campaign,
+    email: &str,
+) -> ApiResult<TestSent> {
+    if email.trim().is_empty() {
+        return Err(ApiError::field("email", "email is required", "required"));
+    }
+    let to = herald_core::rules::address(email)
         .map_err(|v| ApiError::field("email", v.message, v.code))?;
     let from = EmailAddress::parse(&c.content.from_email)
         .map_err(|_| ApiError::field("from", "from is not a valid address", "invalid_email"))?;
-    require_sender(&state, &auth, &c.content.from_email).await?;
+    require_sender(state, project_id, &c.content.from_email).await?;
     let plan = SendPlan {
-        project_id: auth.id(),
+        project_id,
         recipients: vec![Recipient {
             email: to,
             name: None,
@@ -342,13 +414,10 @@ async fn test_campaign(
         .await
         .map_err(crate::routes::send::accept_error)?;
     let first = crate::routes::send::only_recipient(accepted)?;
-    Ok(Json(TestResponse {
-        success: true,
-        data: TestSent {
-            message_id: first.message_id.to_string(),
-            email: first.email,
-        },
-    }))
+    Ok(TestSent {
+        message_id: first.message_id.to_string(),
+        email: first.email,
+    })
 }
 
 /// Recipients and how many messages reached each stage, with rates (fractions of `sent`).
@@ -360,6 +429,60 @@ async fn campaign_statistics(
     Path(id): Path<String>,
 ) -> ApiResult<Json<CampaignStatsResponse>> {
     let c = load(&state, &auth, &id).await?;
-    let counts = state.store.campaign_counts(auth.id(), c.id).await?;
-    Ok(Json(CampaignStatsResponse::new(c.id, &counts)))
+    Ok(Json(stats(&state, auth.id(), &c).await?))
+}
+
+/// The campaign's recipients and the messages that reached each stage, with rates.
+pub async fn stats(
+    state: &AppState,
+    project_id: Uuid,
+    c: &Campaign,
+) -> ApiResult<CampaignStatsResponse> {
+    let counts = state.store.campaign_counts(project_id, c.id).await?;
+    Ok(CampaignStatsResponse::new(c.id, &counts))
+}
+
+/// How many contacts an audience reaches now, as a send would count it (subscribed contacts
+/// only): every contact (`ALL`), a segment's members (`SEGMENT`, the segment checked as create
+/// checks it), or a tree (`FILTERED`, checked as create checks `audienceFilter`). The
+/// dashboard's live recipient count.
+pub async fn recipient_count(
+    state: &AppState,
+    project_id: Uuid,
+    req: &CampaignRequest,
+) -> ApiResult<i64> {
+    let raw = req
+        .audience_type
+        .as_deref()
+        .or(req.type_alias.as_deref())
+        .unwrap_or("");
+    let filter = match AudienceType::parse(raw) {
+        Some(AudienceType::All) => None,
+        Some(AudienceType::Segment) => {
+            match rules::segment(&state.store, project_id, req.segment_id.as_deref()).await? {
+                Ok(id) => Some(member_of(id)),
+                Err(e) => return Err(ApiError::validation(vec![e])),
+            }
+        }
+        Some(AudienceType::Filtered) => {
+            let tree = req.audience_filter.clone().unwrap_or(Value::Null);
+            return count_tree(state, project_id, "audienceFilter", &tree, None, true).await;
+        }
+        None => {
+            return Err(ApiError::field(
+                "audienceType",
+                format!("audienceType must be {}", AudienceType::EXPECTED),
+                "invalid_value",
+            ));
+        }
+    };
+    let n = state
+        .store
+        .count_matching(
+            project_id,
+            Audience::new(filter.as_ref(), true),
+            state.engine.now(),
+        )
+        .await?;
+    Ok(i64::try_from(n).unwrap_or(i64::MAX))
 }

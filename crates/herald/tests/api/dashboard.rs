@@ -9,6 +9,7 @@ use crate::helpers::{TestApp, TestProject};
 
 mod account;
 mod auth;
+mod campaigns;
 mod contact;
 mod contacts;
 mod jobs;

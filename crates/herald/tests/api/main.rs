@@ -33,6 +33,7 @@ mod crash;
 mod cross_site;
 mod dashboard;
 mod dashboard_browser;
+mod dashboard_browser_campaigns;
 mod dashboard_browser_flows;
 mod dashboard_browser_segments;
 mod dashboard_browser_templates;

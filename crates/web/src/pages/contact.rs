@@ -134,7 +134,7 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-fn status_tone(status: &str) -> &'static str {
+pub fn status_tone(status: &str) -> &'static str {
     match status {
         "SENT" | "DELIVERED" | "OPENED" | "CLICKED" => "success",
         "BOUNCED" | "FAILED" | "COMPLAINED" => "danger",

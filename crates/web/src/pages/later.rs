@@ -1,5 +1,5 @@
 //! The sections of the navigation whose pages come with parts 2 and 3 of the dashboard
-//! (campaigns, workflows, activity, analytics): a page that says so and
+//! (workflows, activity, analytics): a page that says so and
 //! names the API endpoints that do the work today. Any other section is the 404.
 
 use askama::Template;
@@ -12,8 +12,7 @@ use crate::render::ok;
 use crate::session::ProjectPage;
 use crate::shell::Shell;
 
-const SECTIONS: [(&str, &str, &str); 4] = [
-    ("campaigns", "Campaigns", "GET /campaigns, POST /campaigns"),
+const SECTIONS: [(&str, &str, &str); 3] = [
     ("workflows", "Workflows", "GET /workflows, POST /workflows"),
     ("activity", "Activity", "GET /activity"),
     (

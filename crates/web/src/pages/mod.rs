@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod auth;
+pub mod campaigns;
 pub mod contact;
 pub mod contacts;
 pub mod home;

@@ -107,28 +107,7 @@ fn pager(
     q: &SegmentQuery,
     next_after: Option<Uuid>,
 ) -> (Option<String>, Option<String>) {
-    let back: Vec<&str> = q.back.split(',').filter(|s| !s.is_empty()).collect();
-    let after = q.after.as_deref().filter(|a| !a.is_empty());
-    let link = |after: &str, back: &str| {
-        let mut s = form_urlencoded::Serializer::new(String::new());
-        if !after.is_empty() {
-            s.append_pair("after", after);
-        }
-        if !back.is_empty() {
-            s.append_pair("back", back);
-        }
-        format!("{base}?{}#members", s.finish())
-    };
-    let next = next_after.map(|n| {
-        let mut trail = back.clone();
-        trail.push(after.unwrap_or("first"));
-        link(&n.to_string(), &trail.join(","))
-    });
-    let previous = after.map(|_| match back.split_last() {
-        Some((p, rest)) => link(if *p == "first" { "" } else { p }, &rest.join(",")),
-        None => link("", ""),
-    });
-    (previous, next)
+    crate::pager::links(base, "members", q.after.as_deref(), &q.back, next_after)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -239,10 +218,7 @@ async fn render(
                 .collect(),
             previous,
             summary: if q.after.as_deref().is_some_and(|a| !a.is_empty()) {
-                format!(
-                    "Page {}",
-                    q.back.split(',').filter(|s| !s.is_empty()).count() + 2
-                )
+                format!("Page {}", crate::pager::page_number(&q.back))
             } else {
                 format!("{} {noun}", count(total))
             },

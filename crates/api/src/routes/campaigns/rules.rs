@@ -23,6 +23,29 @@ fn required(field: &str, errors: &mut Vec<FieldError>) {
     ));
 }
 
+/// The segment of a SEGMENT audience (`segmentId`): one of the project's, or why not.
+pub async fn segment(
+    store: &Store,
+    project_id: herald_core::ids::Uuid,
+    raw: Option<&str>,
+) -> ApiResult<Result<herald_core::ids::Uuid, FieldError>> {
+    let Some(raw) = raw.filter(|s| !s.is_empty()) else {
+        return Ok(Err(FieldError::new(
+            "segmentId",
+            "segmentId is required when audienceType is SEGMENT",
+            "required",
+        )));
+    };
+    Ok(match parse_id(raw) {
+        Some(id) if store.segment(project_id, id).await?.is_some() => Ok(id),
+        _ => Err(FieldError::new(
+            "segmentId",
+            format!("segment {raw} does not exist"),
+            "segment_not_found",
+        )),
+    })
+}
+
 /// Validates a create or replace body for the project `project_id`.
 pub async fn check(
     store: &Store,
@@ -77,22 +100,9 @@ pub async fn check(
     };
     let mut segment_id = None;
     if audience_type == Some(AudienceType::Segment) {
-        match req.segment_id.as_deref().filter(|s| !s.is_empty()) {
-            None => errors.push(FieldError::new(
-                "segmentId",
-                "segmentId is required when audienceType is SEGMENT",
-                "required",
-            )),
-            Some(raw) => match parse_id(raw) {
-                Some(id) if store.segment(project_id, id).await?.is_some() => {
-                    segment_id = Some(id);
-                }
-                _ => errors.push(FieldError::new(
-                    "segmentId",
-                    format!("segment {raw} does not exist"),
-                    "segment_not_found",
-                )),
-            },
+        match segment(store, project_id, req.segment_id.as_deref()).await? {
+            Ok(id) => segment_id = Some(id),
+            Err(e) => errors.push(e),
         }
     }
     let mut audience_filter = None;
