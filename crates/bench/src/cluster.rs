@@ -90,7 +90,10 @@ pub async fn run(
     // Idle: the three nodes against none (the setup server runs in both readings). A backend
     // reports its counts at most every second while busy and only after 10 s once idle
     // (PostgreSQL's PGSTAT_IDLE_INTERVAL), so the readings begin past that: the work just done
-    // would otherwise be counted as idle load.
+    // would otherwise be counted as idle load. Autovacuum is turned off for the schema's
+    // tables first: after the sending it vacuums and analyses the churned tables (jobs,
+    // messages), each a transaction of the database's that no node asked for.
+    pause_autovacuum(url, setup.config.database_schema.as_deref()).await?;
     tokio::time::sleep(STATS_SETTLE).await;
     let busy = transactions_per_sec(url).await?;
     drop(three);
@@ -179,6 +182,30 @@ fn clock_ticks() -> anyhow::Result<f64> {
         .ok()
         .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
         .unwrap_or(100.0))
+}
+
+/// Turns autovacuum off for every table of `schema` (the bench's own, dropped afterwards).
+async fn pause_autovacuum(url: &str, schema: Option<&str>) -> anyhow::Result<()> {
+    use sqlx::Connection as _;
+    let Some(schema) = schema else {
+        return Ok(());
+    };
+    let mut conn = sqlx::PgConnection::connect(url).await?;
+    let statements: Vec<(String,)> = sqlx::query_as(
+        "SELECT format('ALTER TABLE %I.%I SET (autovacuum_enabled = false, \
+         toast.autovacuum_enabled = false)', schemaname, tablename) \
+         FROM pg_tables WHERE schemaname = $1",
+    )
+    .bind(schema)
+    .fetch_all(&mut conn)
+    .await?;
+    for (statement,) in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut conn)
+            .await?;
+    }
+    conn.close().await?;
+    Ok(())
 }
 
 /// The database's transactions per second over [`IDLE_WINDOW`] (less this reading's own).
