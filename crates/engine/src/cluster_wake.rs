@@ -23,6 +23,10 @@ pub const JOBS: &str = "jobs";
 /// The least time between two `JOBS` notifications of one node: under load a node commits
 /// jobs all the time, and the others need one look per spacing, not one per commit.
 const JOBS_SPACING: Duration = Duration::from_millis(100);
+/// The least time between two notifications of any kind from one node: wake-ups asked for
+/// meanwhile become one (under load a node queues sends all the time, and a `NOTIFY` takes
+/// PostgreSQL's notification lock at commit).
+const SPACING: Duration = Duration::from_millis(20);
 
 /// This node's wake-ups waiting to go out to the others.
 #[derive(Default)]
@@ -74,6 +78,9 @@ pub async fn run_notifier(engine: Engine, mut shutdown: watch::Receiver<bool>) {
         if let Err(e) = engine.store.notify_wake(what).await {
             // The others find the work at their next poll.
             tracing::warn!(error = %e, "notifying the other nodes failed");
+        }
+        if crate::sleep_or_shutdown(&mut shutdown, SPACING).await {
+            break;
         }
     }
 }

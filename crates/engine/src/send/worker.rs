@@ -53,6 +53,11 @@ use crate::feedback::{Feedback, apply_feedback, target_of};
 
 /// Jobs claimed per query.
 const CLAIM_BATCH: usize = 64;
+/// After a claim that took fewer than a quarter of a batch, the claimer waits this long for
+/// more jobs to queue before claiming again: under a steady stream of requests, claiming at
+/// once took one or two jobs per claim (two statements and a read each, per message on
+/// PostgreSQL), while a few milliseconds gather a batch for the same statements.
+const LINGER: Duration = Duration::from_millis(5);
 
 pub async fn run_sender(engine: Engine, shutdown: watch::Receiver<bool>) {
     let concurrency = engine.settings.send_concurrency;
@@ -190,6 +195,7 @@ async fn run_claimer(
                 continue;
             }
         };
+        let few = claimed.len() < (batch / 4).max(2);
         for claimed in claimed {
             leases.hold(claimed.job.id, claimed.job.lease_token, claimed_at + lease);
             let id = claimed.job.id;
@@ -197,6 +203,9 @@ async fn run_claimer(
             if ready.send(claimed).await.is_err() {
                 leases.release(id);
             }
+        }
+        if few && crate::sleep_or_shutdown(&mut shutdown, LINGER).await {
+            break;
         }
     }
 }
