@@ -75,6 +75,12 @@ async fn contacts_import_and_bulk_actions_in_the_browser(engine: Engine) {
         .await
         .unwrap();
     page.check_page(&app.base, "dashboard-import-dialog").await;
+    // The modal dims the page behind it (the dialog's ::backdrop, as the browser draws it).
+    let backdrop = page
+        .eval("getComputedStyle(document.querySelector('dialog#import'), '::backdrop').backgroundColor")
+        .await
+        .unwrap();
+    assert_eq!(backdrop, json!("rgba(15, 23, 42, 0.45)"), "the backdrop");
     let csv = "email,plan,seats\nann@example.com,pro,3\nnot-an-email,free,1\nbob@example.com,team,12\ncid@example.com,free,1\n";
     page.choose_file("CSV file", "people.csv", csv)
         .await
