@@ -14,7 +14,7 @@ use herald_api::error::ApiError;
 use herald_api::routes::campaigns::{cancel, send, test_send};
 use herald_store::campaigns::Campaign;
 
-use super::editor::{Actions, Confirm, Form, editor_page, load};
+use super::editor::{Actions, Confirm, Form, editor_page, load_posted};
 use super::{contacts, report, utc_words};
 use crate::form::{Errors, FormData};
 use crate::pages::not_found;
@@ -71,11 +71,11 @@ pub async fn test(
     Path((_, raw)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let c = match load(&state, &page, &raw).await {
-        Ok(c) => c,
+    let (c, form) = match load_posted(&state, &page, &raw, &body).await {
+        Ok(loaded) => loaded,
         Err(r) => return r,
     };
-    let email = FormData::parse(&body).get("email");
+    let email = form.get("email");
     match test_send(&state, page.id(), &c, &email).await {
         Ok(sent) => {
             let notice: String =
@@ -112,11 +112,10 @@ pub async fn send_now(
     Path((_, raw)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let c = match load(&state, &page, &raw).await {
-        Ok(c) => c,
+    let (c, form) = match load_posted(&state, &page, &raw, &body).await {
+        Ok(loaded) => loaded,
         Err(r) => return r,
     };
-    let form = FormData::parse(&body);
     if form.get("confirm") != "yes" {
         let action = format!("{}/send", campaign_href(&page, &c, ""));
         return editor_with(&state, &page, &c, None, StatusCode::OK, |a| {
@@ -178,11 +177,10 @@ pub async fn schedule(
     Path((_, raw)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let c = match load(&state, &page, &raw).await {
-        Ok(c) => c,
+    let (c, form) = match load_posted(&state, &page, &raw, &body).await {
+        Ok(loaded) => loaded,
         Err(r) => return r,
     };
-    let form = FormData::parse(&body);
     let at = scheduled_for(&form);
     let send_at = form.get("sendAt");
     if at.is_empty() {
@@ -224,11 +222,10 @@ pub async fn cancel_submit(
     Path((_, raw)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let c = match load(&state, &page, &raw).await {
-        Ok(c) => c,
+    let (c, form) = match load_posted(&state, &page, &raw, &body).await {
+        Ok(loaded) => loaded,
         Err(r) => return r,
     };
-    let form = FormData::parse(&body);
     let action = format!("{}/cancel", campaign_href(&page, &c, ""));
     let question = format!(
         "Cancel {}? Messages not sent yet will not be sent{}.",

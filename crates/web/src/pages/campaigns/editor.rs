@@ -484,6 +484,16 @@ pub async fn load(state: &AppState, page: &ProjectPage, raw: &str) -> Result<Cam
     })
 }
 
+/// A POST to campaign `raw`: the campaign (or the page answering why not) and the form.
+pub async fn load_posted(
+    state: &AppState,
+    page: &ProjectPage,
+    raw: &str,
+    body: &Bytes,
+) -> Result<(Campaign, FormData), Response> {
+    Ok((load(state, page, raw).await?, FormData::parse(body)))
+}
+
 /// `GET campaigns/{id}`: the editor while DRAFT or SCHEDULED, else the report.
 pub async fn page(
     State(state): State<AppState>,
@@ -536,11 +546,10 @@ pub async fn save(
     Path((_, raw)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let c = match load(&state, &page, &raw).await {
-        Ok(c) => c,
+    let (c, data) = match load_posted(&state, &page, &raw, &body).await {
+        Ok(loaded) => loaded,
         Err(r) => return r,
     };
-    let data = FormData::parse(&body);
     let mut form = Form::posted(&data);
     if data.get("do") == "use-template" {
         if let Err(e) = use_template(&state, &page, &data, &mut form.values).await {
