@@ -289,21 +289,9 @@ impl Store {
     }
 
     /// When the next job of `kind` is due (a waiting job's run time or an active job's lease
-    /// expiry), if any: lets idle workers sleep exactly. Two index lookups, whatever the backlog.
+    /// expiry), if any ([`Store::next_due_by_kind`] for one kind).
     pub async fn next_job_due(&self, kind: &str) -> StoreResult<Option<Millis>> {
-        let (waiting,): (Option<i64>,) = db_read!(self, |pool| {
-            sqlx::query_as("SELECT min(run_at) FROM jobs WHERE kind = $1 AND state = 'waiting'")
-                .bind(kind)
-                .fetch_one(pool)
-                .await?
-        });
-        let (leased,): (Option<i64>,) = db_read!(self, |pool| {
-            sqlx::query_as("SELECT min(lease_until) FROM jobs WHERE kind = $1 AND state = 'active'")
-                .bind(kind)
-                .fetch_one(pool)
-                .await?
-        });
-        Ok(waiting.into_iter().chain(leased).min())
+        Ok(self.next_due_by_kind(&[kind]).await?.pop().flatten())
     }
 
     /// Extends the leases of jobs still held under their tokens to `until` (a statement or two
