@@ -185,24 +185,28 @@ impl Store {
         }))
     }
 
-    /// One campaign's recipients and the messages that reached each stage.
+    /// One campaign's recipients and the messages that reached each stage. The recipients are
+    /// the messages its fan-out wrote (`campaigns.total_recipients`, counted in the fan-out's
+    /// own transactions); the stages are the counts the event triggers keep (migration 0031:
+    /// distinct messages per event name), so the cost does not grow with the campaign.
     pub async fn campaign_counts(
         &self,
         project_id: Uuid,
         campaign_id: Uuid,
     ) -> StoreResult<CampaignCounts> {
-        let (total,): (i64,) = db_read!(self, |pool| {
+        let total: Option<(i64,)> = db_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT count(*) FROM messages WHERE project_id = $1 AND campaign_id = $2",
+                "SELECT total_recipients FROM campaigns WHERE project_id = $1 AND id = $2",
             )
             .bind(project_id)
             .bind(campaign_id)
-            .fetch_one(pool)
+            .fetch_optional(pool)
             .await?
         });
+        let total = total.map_or(0, |(n,)| n);
         let rows: Vec<(String, i64)> = db_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT name, count(DISTINCT coalesce(message_id, id)) FROM events \
+                "SELECT name, CAST(sum(messages) AS BIGINT) FROM campaign_event_counts \
                  WHERE project_id = $1 AND campaign_id = $2 GROUP BY name",
             )
             .bind(project_id)

@@ -1,12 +1,12 @@
 //! What a campaign's report page reads beyond its counts (`Store::campaign_counts`): its opens
-//! and clicks per time bucket, its most clicked links, and its recipients by page with each
-//! one's status, open and click. Every query is scoped to the project and the campaign and
-//! reads the campaign indexes (`events_project_campaign`, `messages_project_campaign`) or the
-//! events of one page of messages (`events_message`).
+//! and clicks per hour, its most clicked links, and its recipients by page with each one's
+//! status, open and click. Every query is scoped to the project and the campaign; the counts
+//! are the ones the event triggers keep (`campaign_event_counts`, `campaign_link_clicks`,
+//! migration 0031), the recipients read the campaign's message index
+//! (`messages_project_campaign`) and the events of one page of messages (`events_message`).
 
 use herald_core::ids::Uuid;
 use herald_core::message_status::MessageStatus;
-use herald_core::time::Millis;
 use sqlx::{AssertSqlSafe, FromRow};
 
 use crate::{Store, StoreResult};
@@ -24,66 +24,47 @@ pub struct Recipient {
 }
 
 impl Store {
-    /// The campaign's `email.open` and `email.click` events per bucket of `bucket_ms`
-    /// (`created_at / bucket_ms`): `(bucket, name, count)`.
+    /// The campaign's `email.open` and `email.click` events per hour (`created_at /
+    /// 3,600,000`): `(hour, name, count)`, from the counts the event triggers keep (migration
+    /// 0031).
     pub async fn campaign_activity(
         &self,
         project_id: Uuid,
         campaign_id: Uuid,
-        bucket_ms: Millis,
     ) -> StoreResult<Vec<(i64, String, i64)>> {
         Ok(db_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT created_at / $3 AS bucket, name, count(*) FROM events \
+                "SELECT hour, name, CAST(sum(events) AS BIGINT) FROM campaign_event_counts \
                  WHERE project_id = $1 AND campaign_id = $2 \
-                 AND name IN ('email.open', 'email.click') GROUP BY bucket, name",
+                 AND name IN ('email.open', 'email.click') GROUP BY hour, name",
             )
             .bind(project_id)
             .bind(campaign_id)
-            .bind(bucket_ms.max(1))
             .fetch_all(pool)
             .await?
         }))
     }
 
-    /// The campaign's most clicked links: `(url, clicks)`, most first.
+    /// The campaign's most clicked links: `(url, clicks)`, most first (the counts the event
+    /// triggers keep, migration 0031).
     pub async fn campaign_top_links(
         &self,
         project_id: Uuid,
         campaign_id: Uuid,
         limit: u32,
     ) -> StoreResult<Vec<(String, i64)>> {
-        let rows: Vec<(Option<String>, i64)> = db_read_each!(
-            self,
-            sqlite | pool | {
-                sqlx::query_as(
-                    "SELECT json_extract(data, '$.url') AS url, count(*) AS n FROM events \
-                     WHERE project_id = $1 AND campaign_id = $2 AND name = 'email.click' \
-                     GROUP BY url ORDER BY n DESC, url LIMIT $3",
-                )
-                .bind(project_id)
-                .bind(campaign_id)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await?
-            },
-            postgres | pool | {
-                sqlx::query_as(
-                    "SELECT data->>'url' AS url, count(*) AS n FROM events \
-                     WHERE project_id = $1 AND campaign_id = $2 AND name = 'email.click' \
-                     GROUP BY url ORDER BY n DESC, url LIMIT $3",
-                )
-                .bind(project_id)
-                .bind(campaign_id)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await?
-            },
-        );
-        Ok(rows
-            .into_iter()
-            .filter_map(|(url, n)| url.map(|u| (u, n)))
-            .collect())
+        Ok(db_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT url, CAST(sum(clicks) AS BIGINT) AS n FROM campaign_link_clicks \
+                 WHERE project_id = $1 AND campaign_id = $2 GROUP BY url \
+                 HAVING sum(clicks) > 0 ORDER BY n DESC, url LIMIT $3",
+            )
+            .bind(project_id)
+            .bind(campaign_id)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?
+        }))
     }
 
     /// The campaign's recipients after the message id `after`, in id order, at most `limit`.

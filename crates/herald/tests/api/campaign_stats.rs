@@ -1,7 +1,9 @@
 //! `GET /campaigns/:id/stats` on both engines: every stage counted once per message (a second
 //! open, or the open a click implies, adds nothing), from the feedback of a real delivery,
 //! with rates as fractions of `sent`; a contact the campaign's mail unsubscribed (here by a
-//! permanent bounce and by a complaint) counts as unsubscribed.
+//! permanent bounce and by a complaint) counts as unsubscribed. The counts are kept by triggers
+//! as events are written and deleted (migration 0031): deleting a contact takes its events, and
+//! their stages, out of the stats.
 
 use std::time::Duration;
 
@@ -92,5 +94,26 @@ async fn stats_count_each_stage_once_with_rates_of_sent(engine: Engine) {
     ];
     for (field, n) in want {
         assert_eq!(stats[field].as_f64(), Some(n), "{field}: {stats}");
+    }
+    // A contact deleted takes its events along (GDPR erasure): r0's message keeps counting as
+    // a recipient, but no longer as sent, delivered or opened.
+    let r0 = app.contact_by_email(sk, "r0@example.org").await;
+    let gone = app
+        .delete(&format!("/contacts/{}", r0["id"].as_str().unwrap()), sk)
+        .await;
+    assert!(gone.status().is_success(), "{}", gone.status());
+    let stats = expect_json(app.get(&format!("/campaigns/{id}/stats"), sk).await, 200).await;
+    for (field, n) in [
+        ("totalRecipients", 4.0),
+        ("sent", 3.0),
+        ("delivered", 2.0),
+        ("opened", 1.0),
+        ("clicked", 1.0),
+    ] {
+        assert_eq!(
+            stats[field].as_f64(),
+            Some(n),
+            "{field} after the delete: {stats}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::both_engines;
 use crate::helpers::{Engine, TestApp, expect_json, run_sql};
 use crate::mail_setup::{DOMAIN, MailWorld, mail_world};
-use crate::smtp_client::RawSmtp;
+use crate::smtp_client::{RawSmtp, cert_path};
 
 both_engines!(
     inbound_mail_is_recorded_with_its_verdicts,
@@ -19,6 +19,7 @@ both_engines!(
     inbound_refuses_unknown_recipients_and_mail_without_from,
     email_received_starts_a_workflow,
     concurrent_messages_share_commits_and_a_failing_one_is_undone_alone,
+    inbound_over_starttls_with_lettre_is_recorded,
 );
 
 const SENDER_DOMAIN: &str = "sender.example";
@@ -381,4 +382,57 @@ async fn concurrent_messages_share_commits_and_a_failing_one_is_undone_alone(eng
         requests - requests_before >= N as u64,
         "every message went through the batcher"
     );
+}
+
+/// Another MTA delivering over STARTTLS (lettre, no credentials: the MX needs none) to the MX
+/// listener configured with the test certificate: the EHLO offers STARTTLS, the message is
+/// recorded with its verdicts as over plain text.
+async fn inbound_over_starttls_with_lettre_is_recorded(engine: Engine) {
+    use lettre::address::Envelope;
+    use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
+    use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+
+    let w = mail_world(engine, |c| {
+        c.mx_listen = Some("127.0.0.1:0".into());
+        c.tls_cert = Some(cert_path("cert.pem"));
+        c.tls_key = Some(cert_path("key.pem"));
+    })
+    .await;
+    let sk = &w.project.secret_key;
+    let mx = w.app.mx.unwrap();
+    let mut raw = RawSmtp::connect(mx).await;
+    let ehlo = raw.expect("EHLO mx.sender.example", 250).await;
+    assert!(
+        ehlo.text.lines().any(|l| l == "STARTTLS"),
+        "{:?}",
+        ehlo.text
+    );
+    let ca = std::fs::read(cert_path("ca.pem")).unwrap();
+    let tls = TlsParameters::builder("localhost".into())
+        .add_root_certificate(Certificate::from_pem(&ca).unwrap())
+        .build_rustls()
+        .unwrap();
+    let client = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
+        .port(mx.port())
+        .tls(Tls::Required(tls))
+        .build();
+    let from = format!("carol@{SENDER_DOMAIN}");
+    let envelope = Envelope::new(
+        Some(from.parse::<Address>().unwrap()),
+        vec![SUPPORT.parse::<Address>().unwrap()],
+    )
+    .unwrap();
+    let res = client
+        .send_raw(&envelope, &message(&from, "tls", "Over TLS"))
+        .await
+        .expect("accepted over STARTTLS");
+    assert!(res.is_positive(), "{res:?}");
+    let text: Vec<&str> = res.message().collect();
+    let id = queued_id(&text.join(" "));
+    let m = expect_json(w.app.get(&format!("/emails/{id}"), sk).await, 200).await;
+    assert_eq!(m["status"], "RECEIVED", "{m}");
+    assert_eq!(m["subject"], "tls", "{m}");
+    let events = received(&w.app, sk).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["data"]["from"], from);
 }

@@ -188,10 +188,7 @@ async fn activity_chart(
     page: &ProjectPage,
     c: &Campaign,
 ) -> Result<ChartView, ApiError> {
-    let rows = state
-        .store
-        .campaign_activity(page.id(), c.id, HOUR_MS)
-        .await?;
+    let rows = state.store.campaign_activity(page.id(), c.id).await?;
     let start_ms = c.started_at.unwrap_or(c.created_at);
     let first = rows
         .iter()
