@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod campaigns;
 pub mod cluster_wake;
 pub mod contact_jobs;
+pub mod contact_search;
 pub mod cpu_pool;
 pub mod db_clock;
 pub mod domains;
@@ -154,6 +155,10 @@ impl Engine {
         set.spawn(retention::run_retention(self.clone(), shutdown.clone()));
         set.spawn(segments::run_reevaluations(self.clone(), shutdown.clone()));
         set.spawn(segments::run_recompute(self.clone(), shutdown.clone()));
+        set.spawn(contact_search::run_email_index(
+            self.clone(),
+            shutdown.clone(),
+        ));
         set.spawn(campaigns::run_campaigns(self.clone(), shutdown.clone()));
         set.spawn(campaigns::run_completion(self.clone(), shutdown.clone()));
         set.spawn(workflows::run_workflows(self.clone(), shutdown.clone()));

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
+use crate::contact_search::{ContactCount, SAMPLE, SearchPlan, trigram_pattern, trigram_rows};
 use crate::engine::sql;
 use crate::{Store, StoreError, StoreResult, Tx};
 
@@ -338,7 +339,8 @@ impl Store {
         Ok(deleted)
     }
 
-    /// Contacts with ids below `before` (newest first), at most `limit`.
+    /// Contacts with ids below `before` (newest first), at most `limit`. A search takes the
+    /// plan its term calls for (`contact_search.rs`).
     pub async fn list_contacts(
         &self,
         project_id: Uuid,
@@ -349,16 +351,26 @@ impl Store {
     ) -> StoreResult<ContactPage> {
         let filter = ContactFilter::new(before, search, subscribed);
         let (cond, n) = filter.condition();
-        let q = format!(
-            "SELECT {COLUMNS} FROM contacts WHERE {cond} ORDER BY id DESC LIMIT ${}",
-            n + 1
-        );
+        let plan = self.plan_for(project_id, search, &filter).await?;
+        let (rows_sql, mark, limit_at) = match plan {
+            SearchPlan::Trigrams { mark } => (
+                format!(
+                    "{}SELECT {COLUMNS} FROM hits CROSS JOIN contacts ON contacts.rowid = hits.r",
+                    trigram_rows(n + 1, n + 2)
+                ),
+                Some(mark),
+                n + 3,
+            ),
+            _ => (format!("SELECT {COLUMNS} FROM contacts"), None, n + 1),
+        };
+        let q = format!("{rows_sql} WHERE {cond} ORDER BY id DESC LIMIT ${limit_at}");
         let rows: Vec<ContactRow> = db_read!(self, |pool| {
             let query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
-            bind_filter!(query, filter)
-                .bind(i64::from(limit) + 1)
-                .fetch_all(pool)
-                .await?
+            let mut query = bind_filter!(query, filter);
+            if let (Some(mark), Some(term)) = (mark, search) {
+                query = query.bind(trigram_pattern(term)).bind(mark);
+            }
+            query.bind(i64::from(limit) + 1).fetch_all(pool).await?
         });
         let has_more = rows.len() > limit as usize;
         let contacts = rows
@@ -369,31 +381,95 @@ impl Store {
         Ok(ContactPage { contacts, has_more })
     }
 
-    /// How many contacts match `search` (a substring of the email) and `subscribed`. Without a
-    /// search, the project's counts kept by the `contact_counts` triggers (migration 0028) answer
-    /// in one indexed read, whatever the number of contacts.
+    /// How many contacts match `search` (a substring of the email) and `subscribed`, exactly.
+    /// Without a search, the project's counts kept by the `contact_counts` triggers (migration
+    /// 0028) answer in one indexed read, whatever the number of contacts.
     pub async fn count_contacts(
         &self,
         project_id: Uuid,
         search: Option<&str>,
         subscribed: Option<bool>,
     ) -> StoreResult<i64> {
+        Ok(self
+            .count_searched(project_id, search, subscribed, false)
+            .await?
+            .count)
+    }
+
+    /// [`Store::count_contacts`], estimated from a sample where the term is common
+    /// (`contact_search.rs`): what a page that shows "about" a number can afford.
+    pub async fn estimate_contacts(
+        &self,
+        project_id: Uuid,
+        search: Option<&str>,
+        subscribed: Option<bool>,
+    ) -> StoreResult<ContactCount> {
+        self.count_searched(project_id, search, subscribed, true)
+            .await
+    }
+
+    async fn count_searched(
+        &self,
+        project_id: Uuid,
+        search: Option<&str>,
+        subscribed: Option<bool>,
+        estimate: bool,
+    ) -> StoreResult<ContactCount> {
         if search.is_none() {
-            return self.counted_contacts(project_id, subscribed).await;
+            let count = self.counted_contacts(project_id, subscribed).await?;
+            return Ok(ContactCount { count, exact: true });
         }
         let filter = ContactFilter::new(None, search, subscribed);
-        let (cond, _) = filter.condition();
-        let q = format!("SELECT count(*) FROM contacts WHERE {cond}");
+        let (cond, n) = filter.condition();
+        let plan = self.plan_for(project_id, search, &filter).await?;
+        let mark = match plan {
+            SearchPlan::Common { hits, contacts } if estimate => {
+                return Ok(ContactCount {
+                    count: hits * contacts / SAMPLE,
+                    exact: false,
+                });
+            }
+            SearchPlan::Trigrams { mark } => Some(mark),
+            _ => None,
+        };
+        let q = match mark {
+            Some(_) => format!(
+                "{}SELECT count(*) FROM hits CROSS JOIN contacts ON contacts.rowid = hits.r \
+                 WHERE {cond}",
+                trigram_rows(n + 1, n + 2)
+            ),
+            None => format!("SELECT count(*) FROM contacts WHERE {cond}"),
+        };
         let (count,): (i64,) = db_read!(self, |pool| {
             let query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(project_id);
-            bind_filter!(query, filter).fetch_one(pool).await?
+            let mut query = bind_filter!(query, filter);
+            if let (Some(mark), Some(term)) = (mark, search) {
+                query = query.bind(trigram_pattern(term)).bind(mark);
+            }
+            query.fetch_one(pool).await?
         });
-        Ok(count)
+        Ok(ContactCount { count, exact: true })
+    }
+
+    /// The plan of a listing or count: a scan unless it searches.
+    async fn plan_for(
+        &self,
+        project_id: Uuid,
+        search: Option<&str>,
+        filter: &ContactFilter,
+    ) -> StoreResult<SearchPlan> {
+        match (search, &filter.pattern) {
+            (Some(term), Some(pattern)) => {
+                self.search_plan(project_id, term, pattern, filter.subscribed)
+                    .await
+            }
+            _ => Ok(SearchPlan::Scan),
+        }
     }
 
     /// The project's contacts (all, subscribed or unsubscribed) from `contact_counts`: one row
     /// on SQLite, one per writing connection's shard on PostgreSQL.
-    async fn counted_contacts(
+    pub(crate) async fn counted_contacts(
         &self,
         project_id: Uuid,
         subscribed: Option<bool>,

@@ -24,6 +24,7 @@ pub mod campaign_report;
 pub mod campaigns;
 mod checkpoint;
 pub mod contact_jobs;
+pub mod contact_search;
 pub mod contacts;
 pub mod contacts_batch;
 pub mod database_time;

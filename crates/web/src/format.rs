@@ -62,8 +62,25 @@ pub fn ago(at: i64, now: i64) -> (String, String) {
     (text, iso(at))
 }
 
+/// An estimate kept to its two leading digits (412,345 reads "about 410,000").
+pub fn about(n: i64) -> i64 {
+    let mut unit: i64 = 1;
+    while n / unit >= 100 {
+        unit *= 10;
+    }
+    (n + unit / 2) / unit * unit
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_estimate_keeps_two_digits() {
+        assert_eq!(super::about(412_345), 410_000);
+        assert_eq!(super::about(415_000), 420_000);
+        assert_eq!(super::about(87), 87);
+        assert_eq!(super::about(0), 0);
+    }
     use super::*;
 
     #[test]

@@ -10,6 +10,7 @@ use herald_core::fields::DataPatch;
 use herald_core::ids::Uuid;
 use herald_core::time::iso;
 use herald_store::StoreError;
+use herald_store::contact_search::ContactCount;
 use herald_store::contacts::{Contact, ContactUpdate, ContactUpsert};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -136,7 +137,17 @@ async fn list_contacts(
     Ok(Json(page))
 }
 
-/// One page of a project's contacts, newest first (the API's list and the dashboard's table).
+/// How a contact page's `total` is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Total {
+    /// Every match counted (the API's answer).
+    Exact,
+    /// Estimated from a sample when a search's term is common (`herald_store::contact_search`):
+    /// the dashboard, which says "about".
+    Estimate,
+}
+
+/// One page of a project's contacts, newest first, with the exact total (the API's list).
 pub async fn contact_page(
     state: &AppState,
     project: Uuid,
@@ -145,6 +156,29 @@ pub async fn contact_page(
     search: Option<&str>,
     subscribed: Option<bool>,
 ) -> ApiResult<ContactList> {
+    let (list, _) = contact_page_with(
+        state,
+        project,
+        limit,
+        cursor,
+        search,
+        subscribed,
+        Total::Exact,
+    )
+    .await?;
+    Ok(list)
+}
+
+/// [`contact_page`] with its total counted as `total` says; true when the total is exact.
+pub async fn contact_page_with(
+    state: &AppState,
+    project: Uuid,
+    limit: u32,
+    cursor: Option<&str>,
+    search: Option<&str>,
+    subscribed: Option<bool>,
+    total: Total,
+) -> ApiResult<(ContactList, bool)> {
     let before = match cursor {
         Some(c) => Some(decode_cursor(project, c)?),
         None => None,
@@ -161,19 +195,30 @@ pub async fn contact_page(
         .store
         .list_contacts(project, limit, before, search, subscribed)
         .await?;
-    let total = if before.is_none() {
-        state
-            .store
-            .count_contacts(project, search, subscribed)
-            .await?
-    } else {
-        0
+    let counted = match (before, total) {
+        (Some(_), _) => ContactCount {
+            count: 0,
+            exact: true,
+        },
+        (None, Total::Exact) => ContactCount {
+            count: state
+                .store
+                .count_contacts(project, search, subscribed)
+                .await?,
+            exact: true,
+        },
+        (None, Total::Estimate) => {
+            state
+                .store
+                .estimate_contacts(project, search, subscribed)
+                .await?
+        }
     };
     let cursor = match (page.has_more, page.contacts.last()) {
         (true, Some(last)) => Some(encode_cursor(project, last.id)),
         _ => None,
     };
-    Ok(ContactList {
+    let list = ContactList {
         data: page
             .contacts
             .into_iter()
@@ -181,8 +226,9 @@ pub async fn contact_page(
             .collect(),
         cursor,
         has_more: page.has_more,
-        total,
-    })
+        total: counted.count,
+    };
+    Ok((list, counted.exact))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -28,6 +28,7 @@ mod campaign_stop;
 mod campaigns;
 mod clock_skew;
 mod cluster;
+mod contact_search;
 mod contacts;
 mod crash;
 mod cross_site;

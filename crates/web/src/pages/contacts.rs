@@ -10,14 +10,16 @@ use axum::response::Response;
 use herald_api::AppState;
 use herald_api::error::ApiError;
 use herald_api::routes::contact_jobs::{BulkRequest, file_part, queue_bulk, queue_import};
-use herald_api::routes::contacts::{UpsertContactRequest, contact_page, save_contact};
+use herald_api::routes::contacts::{
+    Total, UpsertContactRequest, contact_page, contact_page_with, save_contact,
+};
 use herald_core::contact_import::IMPORT_MAX_BYTES;
 use herald_core::contact_jobs::{BULK_MAX_IDS, JobOperation};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::form::{Errors, FormData};
-use crate::format::{ago, count};
+use crate::format::{about, ago, count};
 use crate::pages::jobs::JobsQuery;
 use crate::pages::not_found;
 use crate::render::{html, see_other};
@@ -108,13 +110,14 @@ async fn render(
     let search = q.search.trim();
     let subscribed = subscribed_filter(&q.subscribed);
     let cursor = q.cursor.as_deref().filter(|c| !c.is_empty());
-    let list = match contact_page(
+    let (list, exact) = match contact_page_with(
         state,
         page.id(),
         PAGE_SIZE,
         cursor,
         Some(search).filter(|s| !s.is_empty()),
         subscribed,
+        Total::Estimate,
     )
     .await
     {
@@ -186,7 +189,11 @@ async fn render(
         } else {
             "contacts"
         };
-        format!("{} {noun}", count(list.total))
+        if exact {
+            format!("{} {noun}", count(list.total))
+        } else {
+            format!("About {} {noun}", count(about(list.total)))
+        }
     } else {
         format!("Page {}", back.len() + 2)
     };
