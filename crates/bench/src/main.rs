@@ -64,6 +64,7 @@ mod cluster;
 mod contacts;
 mod dashboard;
 mod dashboard_campaign;
+mod dashboard_workflow;
 mod imports;
 mod load;
 mod mcp;

@@ -83,12 +83,10 @@ async fn create_in_page(app: &TestApp, c: &reqwest::Client, p: &TestProject, nam
     )
     .await;
     let to = location(&res);
-    let id = to
-        .strip_prefix(&format!("{base}/"))
+    to.strip_prefix(&format!("{base}/"))
         .and_then(|r| r.strip_suffix("?notice=created"))
         .expect("to the workflow's page")
-        .to_owned();
-    id
+        .to_owned()
 }
 
 /// Adds a step after `after` on `branch` through the page's form; the redirect's step id.

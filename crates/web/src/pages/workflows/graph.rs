@@ -300,8 +300,10 @@ pub fn view(w: &Workflow, marks: &Marks, catalogue: &Catalogue, base: &str) -> G
                 problem = Some(format!("Not saved: {m}"));
             }
             let kind_words = type_words(s.step_type);
-            let (title, second) = match &s.name {
-                Some(name) => (name.clone(), Some(sum.clone())),
+            // A name that only repeats the type (the TRIGGER's "Trigger") gives way to the
+            // summary.
+            let (title, second) = match s.name.as_deref().filter(|n| *n != kind_words) {
+                Some(name) => (name.to_owned(), Some(sum.clone())),
                 None => (sum.clone(), None),
             };
             let active = marks.active.get(&s.id).copied().unwrap_or(0);

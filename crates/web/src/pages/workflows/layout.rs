@@ -326,47 +326,43 @@ impl Placer<'_, '_> {
     /// branch in its own column. Boxes in different rows share a column, so a chain whose
     /// CONDITIONs end their `no` branch at once stays two columns wide.
     fn place(&self, root: Uuid, orphan: bool, packer: &mut Packer, lay: &mut Layout) {
-        let mut memo = HashMap::new();
-        let mut at: HashMap<Uuid, (i32, i32)> = HashMap::new();
-        let mut joins = Vec::new();
-        self.place_one(root, 0, orphan, packer, lay, &mut memo, &mut at, &mut joins);
-        for (from, to, branch, start) in joins {
-            let target = at.get(&to).copied().or_else(|| {
-                lay.nodes
+        let mut w = Walk {
+            orphan,
+            packer,
+            lay,
+            memo: HashMap::new(),
+            at: HashMap::new(),
+            joins: Vec::new(),
+        };
+        self.place_one(root, 0, &mut w);
+        for j in std::mem::take(&mut w.joins) {
+            let target = w.at.get(&j.to).copied().or_else(|| {
+                w.lay
+                    .nodes
                     .iter()
-                    .find(|n| n.id == to)
+                    .find(|n| n.id == j.to)
                     .map(|n| (n.x + NODE_W / 2, n.y))
             });
             if let Some(end) = target {
-                lay.links.push(link(from, to, branch, start, end));
+                w.lay.links.push(link(j.from, j.to, j.branch, j.start, end));
             }
         }
     }
 
     /// Places `id` at column `min_col` or the first one right of it that is free; its column.
-    #[allow(clippy::too_many_arguments)]
-    fn place_one(
-        &self,
-        id: Uuid,
-        min_col: i32,
-        orphan: bool,
-        packer: &mut Packer,
-        lay: &mut Layout,
-        memo: &mut HashMap<Uuid, usize>,
-        at: &mut HashMap<Uuid, (i32, i32)>,
-        joins: &mut Vec<(Uuid, Uuid, Option<Branch>, (i32, i32))>,
-    ) -> i32 {
+    fn place_one(&self, id: Uuid, min_col: i32, w: &mut Walk<'_>) -> i32 {
         let row = self.rank.get(&id).copied().unwrap_or(0);
-        let col = packer.free(row, self.bottom(id, memo), min_col);
-        packer.take(row, col);
+        let deepest = self.bottom(id, &mut w.memo);
+        let col = w.packer.free(row, deepest, min_col);
+        w.packer.take(row, col);
         let cx = PAD + col * COL_W + NODE_W / 2;
         let top = PAD + row as i32 * ROW_H;
-        at.insert(id, (cx, top));
-        lay.nodes.push(NodeBox {
+        w.at.insert(id, (cx, top));
+        w.lay.nodes.push(NodeBox {
             id,
             x: cx - NODE_W / 2,
             y: top,
-            orphan,
+            orphan: w.orphan,
         });
         let bottom = top + NODE_H;
         let mut next = col;
@@ -375,20 +371,21 @@ impl Placer<'_, '_> {
                 Slot::Child(c, branch) => {
                     // From the row under this step: the link's leg runs down that column.
                     let crow = self.rank.get(&c).copied().unwrap_or(row + 1);
-                    let need = packer.free(row + 1, crow.saturating_sub(1), next);
-                    let ccol = self.place_one(c, need, orphan, packer, lay, memo, at, joins);
+                    let need = w.packer.free(row + 1, crow.saturating_sub(1), next);
+                    let ccol = self.place_one(c, need, w);
                     let ctop = PAD + crow as i32 * ROW_H;
                     let ccx = PAD + ccol * COL_W + NODE_W / 2;
-                    lay.links
+                    w.lay
+                        .links
                         .push(link(id, c, branch, (cx, bottom), (ccx, ctop)));
                     next = ccol + 1;
                 }
                 Slot::Open(branch) => {
-                    let ecol = packer.free(row + 1, row + 1, next);
-                    packer.take(row + 1, ecol);
+                    let ecol = w.packer.free(row + 1, row + 1, next);
+                    w.packer.take(row + 1, ecol);
                     let ex = PAD + ecol * COL_W + NODE_W / 2;
                     let ey = bottom + (ROW_H - NODE_H) + END_R;
-                    lay.ends.push(OpenEnd {
+                    w.lay.ends.push(OpenEnd {
                         from: id,
                         branch,
                         x: ex,
@@ -398,11 +395,36 @@ impl Placer<'_, '_> {
                     });
                     next = ecol + 1;
                 }
-                Slot::Join(t, branch) => joins.push((id, t, branch, (cx, bottom))),
+                Slot::Join(to, branch) => w.joins.push(Join {
+                    from: id,
+                    to,
+                    branch,
+                    start: (cx, bottom),
+                }),
             }
         }
         col
     }
+}
+
+/// A transition to a step placed elsewhere, drawn once every step of the tree is placed.
+struct Join {
+    from: Uuid,
+    to: Uuid,
+    branch: Option<Branch>,
+    start: (i32, i32),
+}
+
+/// What placing one tree writes to.
+struct Walk<'a> {
+    orphan: bool,
+    packer: &'a mut Packer,
+    lay: &'a mut Layout,
+    /// The deepest row under each step ([`Placer::bottom`]).
+    memo: HashMap<Uuid, usize>,
+    /// Each placed step's top centre.
+    at: HashMap<Uuid, (i32, i32)>,
+    joins: Vec<Join>,
 }
 
 /// The columns taken in each row, for [`Placer::place_one`].
@@ -442,7 +464,8 @@ fn link(from: Uuid, to: Uuid, branch: Option<Branch>, start: (i32, i32), end: (i
         to,
         branch,
         path: elbow(start, end),
-        label: (end.0 + 8, start.1 + 38),
+        // Beside the transition's "+", right of the circle.
+        label: (end.0 + 16, start.1 + 42),
         insert: (end.0, end.1 - 22),
     }
 }

@@ -334,7 +334,7 @@ async fn build(
                 chosen: id == chosen,
             })
             .collect();
-        list.sort_by(|a, b| a.label.to_lowercase().cmp(&b.label.to_lowercase()));
+        list.sort_by_key(|a| a.label.to_lowercase());
         list
     };
     match focus {

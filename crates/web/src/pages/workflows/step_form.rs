@@ -235,7 +235,7 @@ impl StepForm {
                 if let Value::Object(leaf) = row_tree(&self.condition_row(), catalogue) {
                     for (k, v) in leaf {
                         let blank_field = k == "field" && v.as_str().is_some_and(|f| f == "event.");
-                        if !blank_field && !(k == "field" && v == json!("")) {
+                        if !(blank_field || k == "field" && v == json!("")) {
                             put(&k, Some(whole(v)));
                         }
                     }
