@@ -89,7 +89,7 @@ async fn a_workflow_is_built_enabled_and_followed_in_the_graph(engine: Engine) {
         .await
         .unwrap();
     assert!(
-        page.text("table")
+        page.text(".empty")
             .await
             .unwrap()
             .contains("No workflows yet.")
