@@ -153,7 +153,7 @@ async fn list_create_and_build_a_workflow_in_the_page(engine: Engine) {
     let w = api_workflow(&app, &p, &wf).await;
     let trigger = step_of(&w, "TRIGGER");
     // The trigger's open end is a "+" naming it.
-    assert!(html.contains(&format!("href=\"{base}/{wf}?add={trigger}\"")));
+    assert!(html.contains(&format!("href=\"{base}/{wf}?add={trigger}#n-{trigger}\"")));
     assert!(html.contains("aria-label=\"Add a step after Trigger\""));
 
     // The "+" opens the chooser, then the type's form.
@@ -320,7 +320,7 @@ async fn list_create_and_build_a_workflow_in_the_page(engine: Engine) {
     .await;
     assert_eq!(
         location(&res),
-        format!("{base}/{wf}?step={delay}&notice=saved")
+        format!("{base}/{wf}?step={delay}&notice=saved#n-{delay}")
     );
     let w = api_workflow(&app, &p, &wf).await;
     let d = w["steps"]
@@ -381,7 +381,7 @@ async fn list_create_and_build_a_workflow_in_the_page(engine: Engine) {
     .await;
     assert_eq!(
         location(&res),
-        format!("{base}/{wf}?step={trigger}&notice=saved")
+        format!("{base}/{wf}?step={trigger}&notice=saved#n-{trigger}")
     );
     let w = api_workflow(&app, &p, &wf).await;
     assert_eq!(w["name"], "Onboarding v2");

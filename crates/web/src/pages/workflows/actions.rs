@@ -19,6 +19,7 @@ use herald_core::workflow::{Branch, StepType};
 use herald_store::workflows::Workflow;
 use serde_json::json;
 
+use super::graph::node_anchor;
 use super::page::{Focus, Posted, Settings, render};
 use super::step_form::StepForm;
 use crate::filter_builder::Catalogue;
@@ -82,8 +83,10 @@ pub async fn settings(
     let focus = trigger.map_or(Focus::Nothing, |t| Focus::Step(t.id));
     match change(&state, page.id(), &w, req).await {
         Ok(_) => {
-            let at = trigger.map_or(String::new(), |t| format!("step={}&", t.id));
-            see_other(&format!("{}?{at}notice=saved", base(&page, &w)))
+            let (at, anchor) = trigger.map_or((String::new(), String::new()), |t| {
+                (format!("step={}&", t.id), format!("#{}", node_anchor(t.id)))
+            });
+            see_other(&format!("{}?{at}notice=saved{anchor}", base(&page, &w)))
         }
         Err(e) => {
             let posted = Posted {
@@ -243,7 +246,12 @@ pub async fn add(
         position: None,
     };
     match insert_step(&state, page.id(), &w, after, branch, req).await {
-        Ok(s) => see_other(&format!("{}?step={}&notice=added", base(&page, &w), s.id)),
+        Ok(s) => see_other(&format!(
+            "{}?step={}&notice=added#n-{}",
+            base(&page, &w),
+            s.id,
+            s.id
+        )),
         Err(e) => refused(&state, &page, &w, focus, posted, &e).await,
     }
 }
@@ -283,7 +291,12 @@ pub async fn save_step(
         position: None,
     };
     match change_step(&state, page.id(), &w, s.id, req).await {
-        Ok(_) => see_other(&format!("{}?step={}&notice=saved", base(&page, &w), s.id)),
+        Ok(_) => see_other(&format!(
+            "{}?step={}&notice=saved#{}",
+            base(&page, &w),
+            s.id,
+            node_anchor(s.id)
+        )),
         Err(e) => refused(&state, &page, &w, focus, posted, &e).await,
     }
 }

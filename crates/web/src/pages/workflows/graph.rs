@@ -35,6 +35,9 @@ pub struct Marks {
 
 pub struct NodeView {
     pub href: String,
+    /// The box's element id: links name it as their fragment, so that the browser scrolls
+    /// the graph (and the page) back to the step after the reload.
+    pub anchor: String,
     pub x: i32,
     pub y: i32,
     pub w: i32,
@@ -234,6 +237,11 @@ pub fn duration(secs: i64) -> String {
     plural(secs, "second", "seconds")
 }
 
+/// The id of a step's box in the page (`n-<step id>`).
+pub fn node_anchor(id: Uuid) -> String {
+    format!("n-{id}")
+}
+
 /// The graph of `w` with `marks`, its links under `base` (the workflow page's path).
 pub fn view(w: &Workflow, marks: &Marks, catalogue: &Catalogue, base: &str) -> GraphView {
     let steps: Vec<StepIn> = w
@@ -272,6 +280,7 @@ pub fn view(w: &Workflow, marks: &Marks, catalogue: &Catalogue, base: &str) -> G
         if let Some(b) = branch {
             href.push_str(&format!("&branch={}", b.as_str()));
         }
+        href.push_str(&format!("#{}", node_anchor(from)));
         let verb = if between { "Insert" } else { "Add" };
         let on = branch_words(branch)
             .map(|b| format!(" ({b})"))
@@ -336,7 +345,8 @@ pub fn view(w: &Workflow, marks: &Marks, catalogue: &Catalogue, base: &str) -> G
             }
             desc.push(label.clone());
             Some(NodeView {
-                href: format!("{base}?step={}", s.id),
+                href: format!("{base}?step={}#{}", s.id, node_anchor(s.id)),
+                anchor: node_anchor(s.id),
                 x: n.x,
                 y: n.y,
                 w: NODE_W,
