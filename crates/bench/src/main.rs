@@ -41,7 +41,7 @@
 //! page at `count` contacts (default 1,000,000, SQLite) with a session cookie, p50 and p95,
 //! then the template editor and its two preview round trips, prints the shipped JS + CSS
 //! gzipped (`dashboard.rs`), and times the report of a campaign sent to every contact
-//! (`dashboard_campaign.rs`).
+//! (`dashboard_campaign.rs`) and a 50-step workflow's page (`dashboard_workflow.rs`).
 //!
 //! `cluster` (PostgreSQL, `--database-url`) sends `count` messages (default 20,000) through one
 //! `all` node, then through an `api` node with two `worker` nodes, each node the `herald`
@@ -64,6 +64,7 @@ mod cluster;
 mod contacts;
 mod dashboard;
 mod dashboard_campaign;
+mod dashboard_workflow;
 mod imports;
 mod load;
 mod mcp;

@@ -3,6 +3,7 @@
 //! cannot together break them), and executions ([`executions`]). Every query is scoped by
 //! project; a step or transition of another workflow is simply absent.
 
+mod counts;
 pub mod executions;
 mod graph;
 pub mod run;

@@ -67,6 +67,21 @@ impl Errors {
         self.fields.push((name.to_owned(), message.to_owned()));
     }
 
+    /// Adds the messages of `other`.
+    pub fn extend(&mut self, other: Errors) {
+        self.fields.extend(other.fields);
+        self.general.extend(other.general);
+    }
+
+    /// The first message of field `name` or of a field below it (`config.headers` for
+    /// `config.headers.X-Team`).
+    pub fn under(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == name || k.strip_prefix(name).is_some_and(|r| r.starts_with('.')))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The message of field `name`.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.fields

@@ -234,6 +234,38 @@ pub fn router() -> Router<AppState> {
             "/app/p/{project}/campaigns/{id}/cancel",
             post(pages::campaigns::actions::cancel_submit),
         )
+        .route(
+            "/app/p/{project}/workflows",
+            get(pages::workflows::list::page).post(pages::workflows::list::create_submit),
+        )
+        .route(
+            "/app/p/{project}/workflows/{id}",
+            get(pages::workflows::page::page),
+        )
+        .route(
+            "/app/p/{project}/workflows/{id}/settings",
+            post(pages::workflows::actions::settings),
+        )
+        .route(
+            "/app/p/{project}/workflows/{id}/enabled",
+            post(pages::workflows::actions::enabled),
+        )
+        .route(
+            "/app/p/{project}/workflows/{id}/start",
+            post(pages::workflows::actions::start_for),
+        )
+        .route(
+            "/app/p/{project}/workflows/{id}/add",
+            post(pages::workflows::actions::add),
+        )
+        .route(
+            "/app/p/{project}/workflows/{id}/steps/{step}",
+            post(pages::workflows::actions::save_step),
+        )
+        .route(
+            "/app/p/{project}/workflows/{id}/steps/{step}/delete",
+            post(pages::workflows::actions::delete_step),
+        )
         .route("/app/p/{project}/{section}", get(pages::later::page))
         .route("/app/{*rest}", get(pages::not_found::page))
         .layer(middleware::from_fn(headers::dashboard_headers));

@@ -12,25 +12,26 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use herald_core::ids::{Uuid, parse_id};
-use herald_core::workflow::{Branch, ExecutionStatus, StepType, check_config};
-use herald_store::StoreError;
+use herald_core::workflow::ExecutionStatus;
+use herald_store::workflows::Workflow;
 use herald_store::workflows::executions::WorkflowDelete;
-use herald_store::workflows::{
-    NewStep, NewWorkflow, StepChange, StepDelete, TransitionAdd, Workflow, WorkflowChange,
-};
-use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::ProjectAuth;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, path_id};
 use crate::query::{Bounded, LaterQuery, text};
 use crate::state::AppState;
 
+mod edit;
 mod rules;
 mod wire;
+
+pub use edit::{
+    add_step as add_workflow_step, change, change_step, connect, create, disconnect, insert_step,
+    remove_step, start, workflow_of,
+};
 
 pub use wire::{
     CancelledCount, ConditionField, ExecutionList, ExecutionResponse, ExecutionStepResponse,
@@ -58,12 +59,7 @@ fn not_found() -> ApiError {
 }
 
 async fn load(state: &AppState, auth: &ProjectAuth, raw: &str) -> ApiResult<Workflow> {
-    let id = path_id(raw, "WORKFLOW_NOT_FOUND", "Workflow")?;
-    state
-        .store
-        .workflow(auth.id(), id)
-        .await?
-        .ok_or_else(not_found)
+    edit::workflow_of(state, auth.id(), raw).await
 }
 
 /// All workflows of the project, newest first, with their steps and transitions.
@@ -93,25 +89,7 @@ async fn create_workflow(
     auth: ProjectAuth,
     ApiJson(body): ApiJson<WorkflowRequest>,
 ) -> ApiResult<(StatusCode, Json<WorkflowResponse>)> {
-    let c = rules::check_workflow(body, true)?;
-    let (Some(name), Some(trigger)) = (&c.name, &c.trigger_config) else {
-        return Err(ApiError::internal(
-            "a checked create lacks a required field",
-        ));
-    };
-    let w = state
-        .store
-        .create_workflow(
-            auth.id(),
-            &NewWorkflow {
-                name,
-                description: c.description.as_ref().and_then(|d| d.as_deref()),
-                trigger_config: trigger,
-                allow_reentry: c.allow_reentry.unwrap_or(false),
-            },
-            state.engine.now(),
-        )
-        .await?;
+    let w = edit::create(&state, auth.id(), body).await?;
     Ok((StatusCode::CREATED, Json(w.into())))
 }
 
@@ -161,23 +139,9 @@ async fn patch_workflow(
     ApiJson(body): ApiJson<WorkflowRequest>,
 ) -> ApiResult<Json<WorkflowResponse>> {
     let w = load(&state, &auth, &id).await?;
-    let c = rules::check_workflow(body, false)?;
-    let change = WorkflowChange {
-        name: c.name.as_deref(),
-        description: c.description.as_ref().map(|d| d.as_deref()),
-        trigger_config: c.trigger_config.as_ref(),
-        enabled: c.enabled,
-        allow_reentry: c.allow_reentry,
-    };
-    match state
-        .store
-        .update_workflow(auth.id(), w.id, &change, state.engine.now())
-        .await
-    {
-        Ok(w) => Ok(Json(w.into())),
-        Err(StoreError::NotFound) => Err(not_found()),
-        Err(e) => Err(e.into()),
-    }
+    Ok(Json(
+        edit::change(&state, auth.id(), &w, body).await?.into(),
+    ))
 }
 
 /// Deletes a workflow; 409 while executions are RUNNING or WAITING.
@@ -200,30 +164,6 @@ async fn delete_workflow(
     }
 }
 
-/// A checked step config and the template a SEND_EMAIL step names (which must exist).
-async fn step_config(
-    state: &AppState,
-    auth: &ProjectAuth,
-    step_type: StepType,
-    raw: &Value,
-) -> ApiResult<(Value, Option<Uuid>)> {
-    let config = check_config(step_type, raw).map_err(rules::config_errors)?;
-    let template = match step_type {
-        StepType::SendEmail => config["templateId"].as_str().and_then(parse_id),
-        _ => None,
-    };
-    if let Some(t) = template
-        && state.store.template(auth.id(), t).await?.is_none()
-    {
-        return Err(ApiError::field(
-            "config.templateId",
-            format!("template {t} does not exist"),
-            "template_not_found",
-        ));
-    }
-    Ok((config, template))
-}
-
 /// Adds a step of a listed type (not TRIGGER) with its config.
 #[utoipa::path(post, path = "/workflows/{id}/steps", tag = "workflows", params(("id" = String, Path)),
     request_body = StepRequest,
@@ -235,35 +175,8 @@ async fn add_step(
     ApiJson(body): ApiJson<StepRequest>,
 ) -> ApiResult<(StatusCode, Json<StepResponse>)> {
     let w = load(&state, &auth, &id).await?;
-    let (step_type, name, position) = rules::check_new_step(&body)?;
-    let raw = body.config.unwrap_or(Value::Null);
-    let (config, template_id) = step_config(&state, &auth, step_type, &raw).await?;
-    let step = NewStep {
-        step_type,
-        name: name.as_deref(),
-        config: &config,
-        position: position.as_ref(),
-        template_id,
-    };
-    let step_id = state
-        .store
-        .add_step(auth.id(), w.id, &step, state.engine.now())
-        .await?
-        .ok_or_else(not_found)?;
-    Ok((
-        StatusCode::CREATED,
-        Json(StepResponse {
-            id: step_id.to_string(),
-            step_type: step_type.as_str().to_owned(),
-            name,
-            config,
-            position,
-        }),
-    ))
-}
-
-fn step_not_found() -> ApiError {
-    ApiError::not_found("NOT_FOUND", "Step")
+    let step = edit::add_step(&state, auth.id(), &w, body).await?;
+    Ok((StatusCode::CREATED, Json(step)))
 }
 
 /// Changes a step's name, config (checked for its type) or position.
@@ -278,57 +191,9 @@ async fn patch_step(
 ) -> ApiResult<Json<StepResponse>> {
     let w = load(&state, &auth, &id).await?;
     let step_id = path_id(&step, "NOT_FOUND", "Step")?;
-    let step_type = state
-        .store
-        .step_type(auth.id(), w.id, step_id)
-        .await?
-        .ok_or_else(step_not_found)?;
-    if body
-        .step_type
-        .as_deref()
-        .is_some_and(|t| StepType::parse(t) != Some(step_type))
-    {
-        return Err(ApiError::field(
-            "type",
-            "a step's type cannot change",
-            "immutable",
-        ));
-    }
-    let name = rules::step_name(body.name.as_deref())?;
-    let config = match &body.config {
-        Some(raw) if step_type != StepType::Trigger => {
-            Some(step_config(&state, &auth, step_type, raw).await?)
-        }
-        Some(_) => {
-            return Err(ApiError::field(
-                "config",
-                "the TRIGGER step follows the workflow's triggerConfig (PATCH /workflows/{id})",
-                "immutable",
-            ));
-        }
-        None => None,
-    };
-    let position = rules::position(body.position.as_ref())?;
-    let change = StepChange {
-        name: body.name.as_ref().map(|_| name.as_deref()),
-        config: config.as_ref().map(|(c, _)| c),
-        position: position.as_ref(),
-        template_id: config.as_ref().map(|(_, t)| *t),
-    };
-    if !state
-        .store
-        .update_step(auth.id(), w.id, step_id, &change, state.engine.now())
-        .await?
-    {
-        return Err(step_not_found());
-    }
-    let updated = load(&state, &auth, &id).await?;
-    let s = updated
-        .steps
-        .into_iter()
-        .find(|s| s.id == step_id)
-        .ok_or_else(step_not_found)?;
-    Ok(Json(s.into()))
+    Ok(Json(
+        edit::change_step(&state, auth.id(), &w, step_id, body).await?,
+    ))
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -364,18 +229,8 @@ async fn delete_step(
             ));
         }
     };
-    match state
-        .store
-        .delete_step(auth.id(), w.id, step_id, splice, state.engine.now())
-        .await?
-    {
-        StepDelete::Deleted => Ok(StatusCode::NO_CONTENT),
-        StepDelete::NotFound => Err(step_not_found()),
-        StepDelete::IsTrigger => Err(ApiError::conflict("the TRIGGER step cannot be deleted")),
-        StepDelete::CannotSplice => Err(ApiError::conflict(
-            "the step has more than one outgoing transition: delete it without splice",
-        )),
-    }
+    edit::remove_step(&state, auth.id(), &w, step_id, splice).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Adds a transition between two steps of the workflow, under the graph rules.
@@ -389,57 +244,8 @@ async fn add_transition(
     ApiJson(body): ApiJson<TransitionRequest>,
 ) -> ApiResult<(StatusCode, Json<TransitionResponse>)> {
     let w = load(&state, &auth, &id).await?;
-    let mut errors = Vec::new();
-    let mut step = |field: &str, raw: Option<&str>| match raw.and_then(parse_id) {
-        Some(id) => Some(id),
-        None => {
-            errors.push(FieldError::new(
-                field,
-                format!("{field} must be a step id"),
-                "invalid_id",
-            ));
-            None
-        }
-    };
-    let from = step("fromStepId", body.from_step_id.as_deref());
-    let to = step("toStepId", body.to_step_id.as_deref());
-    let branch = match body.branch.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => {
-            let parsed = Branch::parse(b);
-            if parsed.is_none() {
-                errors.push(FieldError::new(
-                    "branch",
-                    "branch is yes, no or timeout",
-                    "invalid_value",
-                ));
-            }
-            parsed
-        }
-    };
-    let (Some(from), Some(to)) = (from, to) else {
-        return Err(ApiError::validation(errors));
-    };
-    if !errors.is_empty() {
-        return Err(ApiError::validation(errors));
-    }
-    match state
-        .store
-        .add_transition(auth.id(), w.id, (from, to, branch), state.engine.now())
-        .await?
-    {
-        TransitionAdd::Added(tid) => Ok((
-            StatusCode::CREATED,
-            Json(TransitionResponse {
-                id: tid.to_string(),
-                from_step_id: from.to_string(),
-                to_step_id: to.to_string(),
-                branch: branch.map(|b| b.as_str().to_owned()),
-            }),
-        )),
-        TransitionAdd::NoWorkflow => Err(not_found()),
-        TransitionAdd::Refused(e) => Err(ApiError::field(e.field, e.message, "invalid_transition")),
-    }
+    let t = edit::connect(&state, auth.id(), &w, body).await?;
+    Ok((StatusCode::CREATED, Json(t)))
 }
 
 /// Deletes a transition.
@@ -453,11 +259,8 @@ async fn delete_transition(
 ) -> ApiResult<StatusCode> {
     let w = load(&state, &auth, &id).await?;
     let tid = path_id(&transition, "NOT_FOUND", "Transition")?;
-    if state.store.delete_transition(auth.id(), w.id, tid).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("NOT_FOUND", "Transition"))
-    }
+    edit::disconnect(&state, auth.id(), &w, tid).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
@@ -516,40 +319,8 @@ async fn start_execution(
     ApiJson(body): ApiJson<StartRequest>,
 ) -> ApiResult<(StatusCode, Json<ExecutionResponse>)> {
     let w = load(&state, &auth, &id).await?;
-    let mut errors = Vec::new();
-    let contact = body.contact_id.as_deref().and_then(parse_id);
-    if contact.is_none() {
-        let message = "contactId must be a contact id";
-        errors.push(FieldError::new("contactId", message, "invalid_id"));
-    }
-    let context = match body.context {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(v @ Value::Object(_)) => v,
-        Some(_) => {
-            let message = "context must be an object";
-            errors.push(FieldError::new("context", message, "invalid_type"));
-            Value::Null
-        }
-    };
-    let Some(contact) = contact.filter(|_| errors.is_empty()) else {
-        return Err(ApiError::validation(errors));
-    };
-    use herald_engine::workflows::dispatch::StartError;
-    match state
-        .engine
-        .start_workflow(auth.id(), w.id, contact, &context)
-        .await
-    {
-        Ok(e) => Ok((StatusCode::CREATED, Json(e.into()))),
-        Err(StartError::WorkflowNotFound) => Err(not_found()),
-        Err(StartError::ContactNotFound) => {
-            Err(ApiError::not_found("CONTACT_NOT_FOUND", "Contact"))
-        }
-        Err(e @ (StartError::Active | StartError::Entered)) => {
-            Err(ApiError::conflict(e.to_string()))
-        }
-        Err(StartError::Store(e)) => Err(e.into()),
-    }
+    let e = edit::start(&state, auth.id(), &w, body).await?;
+    Ok((StatusCode::CREATED, Json(e.into())))
 }
 
 /// The project's signing secret for WEBHOOK calls: each call carries `Herald-Signature:

@@ -38,6 +38,8 @@ mod dashboard_browser_campaigns;
 mod dashboard_browser_flows;
 mod dashboard_browser_segments;
 mod dashboard_browser_templates;
+mod dashboard_browser_workflows;
+mod dashboard_workflows;
 mod demo;
 mod domains;
 mod edge;

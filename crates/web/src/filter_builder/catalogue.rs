@@ -87,6 +87,16 @@ impl Kind {
         }
     }
 
+    /// The operators a workflow CONDITION offers for this kind: the builder's, less those
+    /// that take a span of time (a CONDITION's config has no `unit`).
+    pub fn condition_operators(self) -> Vec<(&'static str, &'static str)> {
+        self.operators()
+            .iter()
+            .copied()
+            .filter(|(op, _)| !is_span(op))
+            .collect()
+    }
+
     pub fn allows(self, op: &str) -> bool {
         self.operators().iter().any(|(o, _)| *o == op)
     }
@@ -229,6 +239,54 @@ impl Catalogue {
             groups,
             events: events.into_iter().map(|(name, _)| name).collect(),
         })
+    }
+
+    /// The fields a workflow CONDITION step tests (DECISIONS.md "Workflows"): the contact's
+    /// email and subscription, its custom fields with their types, and a key of the
+    /// triggering event's data (`event`, the key typed in the row's own input, sent as
+    /// `event.<key>` like a tracked event's name in a filter tree). Each compares as a value:
+    /// [`Kind::condition_operators`].
+    pub fn for_condition(custom: &[herald_store::fields::CustomField]) -> Catalogue {
+        let mut groups = vec![ChoiceGroup {
+            label: "Contact",
+            choices: vec![
+                Choice {
+                    value: "contact.email".to_owned(),
+                    label: "Email".to_owned(),
+                    kind: Kind::Text,
+                },
+                Choice {
+                    value: "contact.subscribed".to_owned(),
+                    label: "Subscribed".to_owned(),
+                    kind: Kind::Boolean,
+                },
+            ],
+        }];
+        if !custom.is_empty() {
+            groups.push(ChoiceGroup {
+                label: "Data",
+                choices: custom
+                    .iter()
+                    .map(|f| Choice {
+                        value: format!("data.{}", f.key),
+                        label: f.key.clone(),
+                        kind: Kind::of(f.field_type),
+                    })
+                    .collect(),
+            });
+        }
+        groups.push(ChoiceGroup {
+            label: "Triggering event",
+            choices: vec![Choice {
+                value: "event".to_owned(),
+                label: "Event data (by key)".to_owned(),
+                kind: Kind::Text,
+            }],
+        });
+        Catalogue {
+            groups,
+            events: Vec::new(),
+        }
     }
 
     fn find(&self, field: &str) -> Option<&Choice> {

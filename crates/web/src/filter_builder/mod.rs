@@ -30,7 +30,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use catalogue::{Catalogue, Input};
-pub use model::{Group, Node, Row, from_form, from_tree, to_tree};
+pub use model::{Group, Node, Row, from_form, from_tree, row_tree, to_tree};
 
 use crate::form::{Errors, FormData};
 use crate::format::count;

@@ -58,6 +58,17 @@ impl Row {
         }
     }
 
+    /// A row of these values (a workflow CONDITION's one condition).
+    pub fn leaf(field: &str, event: &str, operator: &str, value: &str) -> Row {
+        Row {
+            field: field.to_owned(),
+            event: event.to_owned(),
+            operator: operator.to_owned(),
+            value: value.to_owned(),
+            ..Row::default()
+        }
+    }
+
     /// The row a new tree starts with: a valid condition, so the count shows at once.
     pub fn subscribed() -> Row {
         Row {
@@ -280,7 +291,9 @@ pub fn to_tree(group: &Group, catalogue: &Catalogue) -> Value {
     json!({ "operator": group.op, "conditions": conditions })
 }
 
-fn row_tree(r: &Row, catalogue: &Catalogue) -> Value {
+/// One row as the API's leaf `{field, operator, value?, unit?}`, its value typed by its field's
+/// kind (also a workflow CONDITION's config).
+pub fn row_tree(r: &Row, catalogue: &Catalogue) -> Value {
     let kind = catalogue.kind_of(&r.field);
     let mut leaf = Map::new();
     leaf.insert("field".into(), Value::String(r.api_field()));

@@ -12,8 +12,7 @@ use crate::render::ok;
 use crate::session::ProjectPage;
 use crate::shell::Shell;
 
-const SECTIONS: [(&str, &str, &str); 3] = [
-    ("workflows", "Workflows", "GET /workflows, POST /workflows"),
+const SECTIONS: &[(&str, &str, &str)] = &[
     ("activity", "Activity", "GET /activity"),
     (
         "analytics",

@@ -15,3 +15,4 @@ pub mod segments;
 pub mod settings;
 pub mod settings_billing;
 pub mod templates;
+pub mod workflows;

@@ -267,10 +267,10 @@ async fn the_navigation_marks_the_current_page(engine: Engine) {
         html.contains("Test project"),
         "the Project switcher lists the project"
     );
-    // The later sections answer with what works today, and unknown ones are the 404.
+    // Workflows is its own page (dashboard_workflows.rs); unknown sections are the 404.
     let (status, html) = page(get(&app, &c, &format!("/app/p/{}/workflows", p.id)).await).await;
     assert_eq!(status, 200);
-    assert!(html.contains("GET /workflows"));
+    assert!(html.contains(">Create workflow</button>"));
     let (status, _) = page(get(&app, &c, &format!("/app/p/{}/nothing", p.id)).await).await;
     assert_eq!(status, 404);
 }
