@@ -16,7 +16,7 @@ use herald_api::routes::workflows::{
 };
 use herald_core::ids::parse_id;
 use herald_core::workflow::{Branch, StepType};
-use herald_store::workflows::Workflow;
+use herald_store::workflows::{Step, Workflow};
 use serde_json::json;
 
 use super::graph::node_anchor;
@@ -32,6 +32,24 @@ async fn load(state: &AppState, page: &ProjectPage, id: &str) -> Result<Workflow
     workflow_of(state, page.id(), id)
         .await
         .map_err(|e| not_found::api_error(&e))
+}
+
+/// The workflow and its step `step` (the 404 page when either is not the project's).
+async fn load_step(
+    state: &AppState,
+    page: &ProjectPage,
+    id: &str,
+    step: &str,
+) -> Result<(Workflow, Step), Response> {
+    let w = load(state, page, id).await?;
+    let found = parse_id(step).and_then(|sid| w.steps.iter().find(|s| s.id == sid).cloned());
+    match found {
+        Some(s) => Ok((w, s)),
+        None => Err(not_found::api_error(&ApiError::not_found(
+            "NOT_FOUND",
+            "Step",
+        ))),
+    }
 }
 
 fn base(page: &ProjectPage, w: &Workflow) -> String {
@@ -263,13 +281,11 @@ pub async fn save_step(
     Path((_, id, step)): Path<(String, String, String)>,
     body: Bytes,
 ) -> Response {
-    let w = match load(&state, &page, &id).await {
-        Ok(w) => w,
+    let (w, s) = match load_step(&state, &page, &id, &step).await {
+        Ok(found) => found,
         Err(r) => return r,
     };
-    let Some(s) = parse_id(&step).and_then(|sid| w.steps.iter().find(|s| s.id == sid)) else {
-        return not_found::api_error(&ApiError::not_found("NOT_FOUND", "Step"));
-    };
+    let s = &s;
     let f = FormData::parse(&body);
     let form = StepForm::posted(&f);
     let focus = Focus::Step(s.id);
@@ -309,13 +325,11 @@ pub async fn delete_step(
     Path((_, id, step)): Path<(String, String, String)>,
     body: Bytes,
 ) -> Response {
-    let w = match load(&state, &page, &id).await {
-        Ok(w) => w,
+    let (w, s) = match load_step(&state, &page, &id, &step).await {
+        Ok(found) => found,
         Err(r) => return r,
     };
-    let Some(s) = parse_id(&step).and_then(|sid| w.steps.iter().find(|s| s.id == sid)) else {
-        return not_found::api_error(&ApiError::not_found("NOT_FOUND", "Step"));
-    };
+    let s = &s;
     let focus = Focus::Step(s.id);
     if FormData::parse(&body).get("confirm") != "yes" {
         let posted = Posted {
