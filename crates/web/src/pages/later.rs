@@ -12,15 +12,8 @@ use crate::render::ok;
 use crate::session::ProjectPage;
 use crate::shell::Shell;
 
-const SECTIONS: [(&str, &str, &str); 3] = [
-    ("workflows", "Workflows", "GET /workflows, POST /workflows"),
-    ("activity", "Activity", "GET /activity"),
-    (
-        "analytics",
-        "Analytics",
-        "GET /analytics/timeseries, GET /analytics/top-campaigns",
-    ),
-];
+const SECTIONS: [(&str, &str, &str); 1] =
+    [("workflows", "Workflows", "GET /workflows, POST /workflows")];
 
 #[derive(Template)]
 #[template(path = "pages/later.html")]

@@ -1,6 +1,8 @@
 //! One module per page (or group of small pages); each handler is as thin as the API's.
 
 pub mod account;
+pub mod activity;
+pub mod analytics;
 pub mod auth;
 pub mod campaigns;
 pub mod contact;
