@@ -93,7 +93,8 @@ struct ActivityPage {
     activity_js: String,
     base: String,
     filters: Filters,
-    kinds: Vec<String>,
+    /// The filter's kinds: (value, words).
+    kinds: Vec<(String, String)>,
     errors: Errors,
     rows: Vec<Row>,
     live: Option<Live>,
@@ -117,12 +118,13 @@ pub async fn page(
     let filters = Filters::read(&q, &mut errors);
     let after = q.opt("after").filter(|a| !a.is_empty());
     let back = q.get("back");
-    let mut kinds = match state.store.feed_types(page.id()).await {
-        Ok(k) => k,
-        Err(e) => return not_found::server_error(&e.to_string()),
-    };
-    if !filters.kind.is_empty() && !kinds.contains(&filters.kind) {
-        kinds.push(filters.kind.clone());
+    let mut kinds: Vec<(String, String)> = rows::KINDS
+        .iter()
+        .map(|k| ((*k).to_owned(), rows::kind_words(k)))
+        .collect();
+    // A kind typed in the address (a segment's entries, say) stays selected.
+    if !filters.kind.is_empty() && !kinds.iter().any(|(k, _)| *k == filters.kind) {
+        kinds.push((filters.kind.clone(), filters.kind.clone()));
     }
     let base = page.href("activity");
     let mut list = None;

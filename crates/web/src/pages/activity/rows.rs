@@ -42,6 +42,33 @@ pub struct Rows {
     pub rows: Vec<Row>,
 }
 
+/// The kinds the page's filter offers, in the order of a message's life, then the rest. A
+/// fixed list: counting the project's distinct kinds would scan all its events on every view.
+pub const KINDS: [&str; 13] = [
+    "email.sent",
+    "email.delivery",
+    "email.open",
+    "email.click",
+    "email.bounce",
+    "email.complaint",
+    "email.received",
+    "contact.subscribed",
+    "contact.unsubscribed",
+    TRACKED_TYPE,
+    "domain.verified",
+    "domain.unverified",
+    "campaign.stopped",
+];
+
+/// A kind as the filter names it ("Email opened").
+pub fn kind_words(kind: &str) -> String {
+    if kind == TRACKED_TYPE {
+        "Tracked events".to_owned()
+    } else {
+        words(kind, kind)
+    }
+}
+
 /// What happened, in words, for a feed type (a tracked event's own name after "Event").
 fn words(kind: &str, name: &str) -> String {
     let fixed = match kind {
