@@ -231,7 +231,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<()> {
             opts.events,
             started.elapsed().as_secs_f64()
         );
-        crate::dashboard_live::run(&server, &session, &project_id, opts.events).await?;
+        crate::dashboard_live::run(&server, &session, &project_id, &secret, opts.events).await?;
     }
     server.shutdown().await
 }

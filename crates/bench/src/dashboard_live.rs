@@ -62,9 +62,25 @@ pub async fn seed_events(
             started.elapsed().as_secs_f64()
         );
     }
+    // The pages viewed before moved the project's rollup watermark to "now"; events written
+    // into the past after that would never be rolled up (live events are always recorded at
+    // now). Start the rollup over, so the first series rolls all of them up once.
+    sqlx::query("DELETE FROM analytics_slots WHERE project_id = $1")
+        .bind(project)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM analytics_watermarks WHERE project_id = $1")
+        .bind(project)
+        .execute(&mut *conn)
+        .await?;
     sqlx::query("ANALYZE").execute(&mut *conn).await?;
     crate::segments::settle_wal(conn).await?;
     Ok(())
+}
+
+/// How many of `events` seeded events are sends (10 of every 14).
+fn seeded_sends(events: usize) -> usize {
+    (events / 14) * 10 + (events % 14).min(10)
 }
 
 async fn time_get(session: &Client, url: &str, name: &str) -> anyhow::Result<Vec<Duration>> {
@@ -101,6 +117,7 @@ pub async fn run(
     server: &Server,
     session: &Client,
     project: &str,
+    secret: &str,
     events: usize,
 ) -> anyhow::Result<()> {
     let base = format!("/app/p/{project}");
@@ -114,6 +131,40 @@ pub async fn run(
         res.status() == StatusCode::OK,
         "analytics: {}",
         res.status()
+    );
+    let html = res.text().await?;
+    // The page's Sent equals the API's series for the range it shows.
+    let attr = |name: &str| {
+        html.split(&format!("{name}=\""))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let res = session
+        .get(server.url(&format!(
+            "/analytics/timeseries?from={}&to={}",
+            attr("data-from"),
+            attr("data-to")
+        )))
+        .bearer_auth(secret)
+        .send()
+        .await?;
+    let series = expect_status(res, StatusCode::OK, "GET /analytics/timeseries").await?;
+    let api_sent: i64 = series["series"]
+        .as_array()
+        .map(|s| s.iter().filter_map(|p| p["sent"].as_i64()).sum())
+        .unwrap_or(0);
+    let sent = html
+        .split("data-figure=\"Sent\">")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .unwrap_or_default()
+        .replace(',', "");
+    ensure!(
+        sent == api_sent.to_string() && api_sent >= seeded_sends(events) as i64 * 98 / 100,
+        "the overview counts {sent} sends, the API {api_sent}, {} were seeded",
+        seeded_sends(events)
     );
     println!(
         "first analytics view (rolls up {events} events once): {:.0} ms",
