@@ -64,6 +64,7 @@ mod cluster;
 mod contacts;
 mod dashboard;
 mod dashboard_campaign;
+mod dashboard_live;
 mod dashboard_workflow;
 mod imports;
 mod load;
@@ -83,7 +84,7 @@ mod wrk;
 use anyhow::{Context, bail, ensure};
 
 const USAGE: &str = "usage: herald-bench contacts|send|memory|track|segments|campaign|import|analytics|workflows|smtp|mcp|dashboard|cluster [--count N] [--concurrency N] [--fields N] \
-     [--concurrent [--seconds N]] [--deliver] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://... [--postgres-only]]";
+     [--concurrent [--seconds N]] [--deliver] [--events N] [--send-concurrency N] [--smtp-connections N] [--database-url postgres://... [--postgres-only]]";
 
 #[derive(Debug)]
 pub struct Options {
@@ -105,6 +106,8 @@ pub struct Options {
     pub deliver: bool,
     /// `campaign` only: skip the SQLite run (with `--database-url`).
     pub postgres_only: bool,
+    /// `dashboard` only: mail events seeded for Analytics and Activity (0: skip that part).
+    pub events: usize,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> {
@@ -135,7 +138,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
         smtp_connections: None,
         deliver: false,
         postgres_only: false,
+        events: 0,
     };
+    if opts.bench == "dashboard" {
+        opts.events = 10_000_000;
+    }
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
@@ -171,6 +178,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options>
                     .context("--seconds must be a whole number")?
             }
             "--deliver" => opts.deliver = true,
+            "--events" => {
+                opts.events = value()?
+                    .parse()
+                    .context("--events must be a whole number")?
+            }
             "--postgres-only" => opts.postgres_only = true,
             "--send-concurrency" => {
                 opts.send_concurrency = Some(

@@ -26,6 +26,8 @@ pub struct Application {
     smtp: herald_smtp::SmtpServers,
     /// PostgreSQL: the node's clock corrected by the database's, measured again while serving.
     db_clock: Option<std::sync::Arc<herald_core::clock::CorrectedClock>>,
+    /// The dashboard's live activity streams, ended on shutdown.
+    live: herald_web::LiveFeeds,
 }
 
 /// Opens the configured database and applies its migrations.
@@ -134,11 +136,17 @@ impl Application {
         } = Services::open(&config, clock).await?;
         // A worker node answers /health and /metrics only (config/role.rs). Elsewhere `POST
         // /mcp` sits beside the API and the dashboard; its tools call the API's router.
+        // The dashboard's live activity streams end when the server stops (else they would
+        // hold its graceful stop open).
+        let live = herald_web::LiveFeeds::new();
         let router = if config.role.serves_api() {
             let api = herald_api::router(state.clone());
             let mcp = herald_mcp::http::router(api, state.clone(), config.mcp_settings())
                 .context("building the MCP tools")?;
-            mcp.merge(herald_api::router_with(state, herald_web::router()))
+            mcp.merge(herald_api::router_with(
+                state,
+                herald_web::router(live.clone()),
+            ))
         } else {
             herald_api::worker_router(state)
         };
@@ -155,6 +163,7 @@ impl Application {
         );
         let smtp = herald_smtp::SmtpServers::bind(&config.smtp_settings(), &engine).await?;
         Ok(Application {
+            live,
             db_clock,
             smtp,
             listener,
@@ -223,8 +232,10 @@ impl Application {
                 stop_rx,
             ));
         }
+        let live = self.live.clone();
         crate::server::serve(self.listener, self.router, self.limits, async move {
             shutdown.await;
+            live.close();
             let _ = stop_tx.send(true);
         })
         .await;

@@ -250,4 +250,37 @@ impl Store {
             .await?
         }))
     }
+
+    /// The project's most clicked links over every message: `(url, clicks)`, most first.
+    pub async fn top_links(&self, project_id: Uuid, limit: u32) -> StoreResult<Vec<(String, i64)>> {
+        let rows: Vec<(Option<String>, i64)> = db_read_each!(
+            self,
+            sqlite | pool | {
+                sqlx::query_as(
+                    "SELECT json_extract(data, '$.url') AS url, count(*) AS n FROM events \
+                     WHERE project_id = $1 AND name = 'email.click' \
+                     GROUP BY url ORDER BY n DESC, url LIMIT $2",
+                )
+                .bind(project_id)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?
+            },
+            postgres | pool | {
+                sqlx::query_as(
+                    "SELECT data->>'url' AS url, count(*) AS n FROM events \
+                     WHERE project_id = $1 AND name = 'email.click' \
+                     GROUP BY url ORDER BY n DESC, url LIMIT $2",
+                )
+                .bind(project_id)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?
+            },
+        );
+        Ok(rows
+            .into_iter()
+            .filter_map(|(url, n)| url.map(|u| (u, n)))
+            .collect())
+    }
 }

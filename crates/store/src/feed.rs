@@ -50,6 +50,18 @@ pub struct FeedFilter<'a> {
     pub kind: Option<&'a str>,
     /// Only events of this contact (project entries have none).
     pub contact_id: Option<Uuid>,
+    /// Only entries created at or after this time (`created_at`, the `Clock`'s).
+    pub since: Option<Millis>,
+    /// Only entries created before this time.
+    pub until: Option<Millis>,
+}
+
+/// Where a page of the feed starts: below an id (newest first, the next page of a list), or
+/// above one (oldest first, what came after the entry a live stream last showed).
+#[derive(Clone, Copy, Debug)]
+pub enum Keyset {
+    Before(Option<Uuid>),
+    After(Uuid),
 }
 
 pub struct FeedPage {
@@ -77,6 +89,23 @@ impl Store {
         before: Option<Uuid>,
         filter: FeedFilter<'_>,
     ) -> StoreResult<FeedPage> {
+        self.feed_page(project_id, limit, Keyset::Before(before), filter)
+            .await
+    }
+
+    /// A page of the feed from `keyset`: below an id newest first, or above one oldest first;
+    /// at most `limit`, `has_more` when more entries are that way.
+    pub async fn feed_page(
+        &self,
+        project_id: Uuid,
+        limit: u32,
+        keyset: Keyset,
+        filter: FeedFilter<'_>,
+    ) -> StoreResult<FeedPage> {
+        let (before, cmp, order) = match keyset {
+            Keyset::Before(b) => (b, "<", "DESC"),
+            Keyset::After(a) => (Some(a), ">", "ASC"),
+        };
         let dialect = self.dialect();
         let take = i64::from(limit) + 1;
         let null_id = match dialect {
@@ -99,15 +128,24 @@ impl Store {
         let before_p = before.map(|_| next());
         let kind_p = filter.kind.filter(|k| *k != TRACKED_TYPE).map(|_| next());
         let contact_p = filter.contact_id.map(|_| next());
-        let cursor = |col: &str| {
-            before_p
+        let since_p = filter.since.map(|_| next());
+        let until_p = filter.until.map(|_| next());
+        let cursor = |t: &str| {
+            let mut c = before_p
                 .as_ref()
-                .map(|p| format!(" AND {col} < {p}"))
-                .unwrap_or_default()
+                .map(|p| format!(" AND {t}.id {cmp} {p}"))
+                .unwrap_or_default();
+            if let Some(p) = &since_p {
+                c += &format!(" AND {t}.created_at >= {p}");
+            }
+            if let Some(p) = &until_p {
+                c += &format!(" AND {t}.created_at < {p}");
+            }
+            c
         };
         let mut parts = Vec::new();
         if with_events {
-            let mut cond = format!("e.project_id = $1{}", cursor("e.id"));
+            let mut cond = format!("e.project_id = $1{}", cursor("e"));
             if filter.kind == Some(TRACKED_TYPE) {
                 cond += " AND e.tracked";
             }
@@ -121,12 +159,12 @@ impl Store {
                 "SELECT * FROM (SELECT e.id, {ty} AS type, e.contact_id, c.email, e.message_id, \
                  e.campaign_id, e.name, e.data, e.created_at \
                  FROM events e LEFT JOIN contacts c ON c.id = e.contact_id \
-                 WHERE {cond} ORDER BY e.id DESC LIMIT {take}) ev",
+                 WHERE {cond} ORDER BY e.id {order} LIMIT {take}) ev",
                 ty = type_sql()
             ));
         }
         if with_project {
-            let mut cond = format!("a.project_id = $1{}", cursor("a.id"));
+            let mut cond = format!("a.project_id = $1{}", cursor("a"));
             if let Some(p) = &kind_p {
                 cond += &format!(" AND a.kind = {p}");
             }
@@ -134,11 +172,11 @@ impl Store {
                 "SELECT * FROM (SELECT a.id, a.kind AS type, {null_id} AS contact_id, \
                  CAST(NULL AS TEXT) AS email, {null_id} AS message_id, {null_id} AS campaign_id, \
                  a.kind AS name, a.data, a.created_at \
-                 FROM activity a WHERE {cond} ORDER BY a.id DESC LIMIT {take}) ac"
+                 FROM activity a WHERE {cond} ORDER BY a.id {order} LIMIT {take}) ac"
             ));
         }
         let q = format!(
-            "SELECT * FROM ({}) f ORDER BY id DESC LIMIT {take}",
+            "SELECT * FROM ({}) f ORDER BY id {order} LIMIT {take}",
             parts.join(" UNION ALL ")
         );
         let kind = kind_p.and(filter.kind);
@@ -152,6 +190,12 @@ impl Store {
             }
             if let Some(c) = filter.contact_id {
                 query = query.bind(c);
+            }
+            if let Some(t) = filter.since {
+                query = query.bind(t);
+            }
+            if let Some(t) = filter.until {
+                query = query.bind(t);
             }
             query.fetch_all(pool).await?
         });
@@ -220,17 +264,17 @@ mod tests {
         assert_eq!(branches(&FeedFilter::default()), (true, true));
         let domain = FeedFilter {
             kind: Some("domain.verified"),
-            contact_id: None,
+            ..FeedFilter::default()
         };
         assert_eq!(branches(&domain), (false, true));
         let open = FeedFilter {
             kind: Some("email.open"),
-            contact_id: None,
+            ..FeedFilter::default()
         };
         assert_eq!(branches(&open), (true, false));
         let contact = FeedFilter {
-            kind: None,
             contact_id: Some(Uuid::nil()),
+            ..FeedFilter::default()
         };
         assert_eq!(branches(&contact), (true, false));
     }

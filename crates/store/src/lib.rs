@@ -38,6 +38,7 @@ pub mod events;
 pub mod feed;
 pub mod feedback;
 pub mod fields;
+pub mod growth;
 pub mod invitations;
 pub mod job_signal;
 pub mod jobs;

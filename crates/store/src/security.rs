@@ -99,10 +99,24 @@ impl Store {
         project: Uuid,
         since: Millis,
     ) -> StoreResult<DeliveryCounts> {
-        let q = AssertSqlSafe(COUNTS.as_str());
+        self.delivery_counts_between(project, since, Millis::MAX)
+            .await
+    }
+
+    /// Counts of the project's messages created in `[from, to)`: the figures the security
+    /// check weighs, for any range (Analytics' Deliverability tab).
+    pub async fn delivery_counts_between(
+        &self,
+        project: Uuid,
+        from: Millis,
+        to: Millis,
+    ) -> StoreResult<DeliveryCounts> {
+        let q = format!("{} AND created_at < $3", *COUNTS);
+        let q = AssertSqlSafe(q.as_str());
         let (sent, bounced, complained): (i64, i64, i64) = db_read!(self, |pool| sqlx::query_as(q)
             .bind(project)
-            .bind(since)
+            .bind(from)
+            .bind(to)
             .fetch_one(pool)
             .await?);
         Ok(DeliveryCounts {

@@ -16,7 +16,7 @@ struct Asset {
     bytes: &'static [u8],
 }
 
-const FILES: [Asset; 5] = [
+const FILES: [Asset; 6] = [
     Asset {
         name: "app.css",
         content_type: "text/css; charset=utf-8",
@@ -31,6 +31,11 @@ const FILES: [Asset; 5] = [
         name: "editor.js",
         content_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../assets/editor.js"),
+    },
+    Asset {
+        name: "activity.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/activity.js"),
     },
     Asset {
         name: "icon.svg",

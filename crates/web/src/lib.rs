@@ -16,26 +16,32 @@
 
 pub mod assets;
 pub mod chart;
+mod days;
+mod deliverability;
 mod filter_builder;
 mod form;
 mod format;
 pub mod headers;
+pub mod live;
 mod pager;
 mod pages;
 mod render;
 mod session;
 mod shell;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::response::Redirect;
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use herald_api::AppState;
 use herald_api::routes::contact_jobs::IMPORT_BODY_LIMIT;
 
-/// The dashboard's routes (and `GET /` → `/app/`).
-pub fn router() -> Router<AppState> {
+pub use live::LiveFeeds;
+
+/// The dashboard's routes (and `GET /` → `/app/`); `live` holds the Activity page's open
+/// streams (close it when the server stops).
+pub fn router(live: LiveFeeds) -> Router<AppState> {
     let app = Router::new()
         .route("/app", get(|| async { Redirect::to("/app/") }))
         .route("/app/", get(pages::projects::start))
@@ -266,9 +272,19 @@ pub fn router() -> Router<AppState> {
             "/app/p/{project}/workflows/{id}/steps/{step}/delete",
             post(pages::workflows::actions::delete_step),
         )
-        .route("/app/p/{project}/{section}", get(pages::later::page))
+        .route("/app/p/{project}/activity", get(pages::activity::page))
+        .route("/app/p/{project}/analytics", get(pages::analytics::page))
+        .route(
+            "/app/p/{project}/activity/stream",
+            get(pages::activity::stream::events),
+        )
+        .route(
+            "/app/p/{project}/activity/live",
+            get(pages::activity::stream::poll),
+        )
         .route("/app/{*rest}", get(pages::not_found::page))
-        .layer(middleware::from_fn(headers::dashboard_headers));
+        .layer(middleware::from_fn(headers::dashboard_headers))
+        .layer(Extension(live));
     Router::new()
         .route("/", get(|| async { Redirect::to("/app/") }))
         .merge(app)

@@ -13,10 +13,33 @@ pub fn links(
     back: &str,
     next_after: Option<Uuid>,
 ) -> (Option<String>, Option<String>) {
+    links_keeping(
+        base,
+        &[],
+        anchor,
+        after,
+        back,
+        next_after.map(|n| n.to_string()),
+    )
+}
+
+/// [`links`] for a page with filters (`keep`, repeated in every link) and any cursor string
+/// (`next`, the API's cursor of the next page).
+pub fn links_keeping(
+    base: &str,
+    keep: &[(&str, &str)],
+    anchor: &str,
+    after: Option<&str>,
+    back: &str,
+    next: Option<String>,
+) -> (Option<String>, Option<String>) {
     let trail: Vec<&str> = back.split(',').filter(|s| !s.is_empty()).collect();
     let after = after.filter(|a| !a.is_empty());
     let link = |after: &str, back: &str| {
         let mut s = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in keep.iter().filter(|(_, v)| !v.is_empty()) {
+            s.append_pair(k, v);
+        }
         if !after.is_empty() {
             s.append_pair("after", after);
         }
@@ -25,10 +48,10 @@ pub fn links(
         }
         format!("{base}?{}#{anchor}", s.finish())
     };
-    let next = next_after.map(|n| {
+    let next = next.map(|n| {
         let mut t = trail.clone();
         t.push(after.unwrap_or("first"));
-        link(&n.to_string(), &t.join(","))
+        link(&n, &t.join(","))
     });
     let previous = after.map(|_| match trail.split_last() {
         Some((p, rest)) => link(if *p == "first" { "" } else { p }, &rest.join(",")),
@@ -37,7 +60,8 @@ pub fn links(
     (previous, next)
 }
 
-/// "Page N" of a page after the first (the trail's length tells N).
+/// "Page N" of a page after the first: the trail holds one entry per page before it (the
+/// second page's trail is `first`).
 pub fn page_number(back: &str) -> usize {
-    back.split(',').filter(|s| !s.is_empty()).count() + 2
+    back.split(',').filter(|s| !s.is_empty()).count() + 1
 }

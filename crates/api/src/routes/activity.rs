@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
+use herald_core::ids::Uuid;
 use herald_core::time::iso;
 use herald_store::feed::{FeedEntry, FeedFilter, TRACKED_TYPE};
 use serde::{Deserialize, Serialize};
@@ -121,12 +122,43 @@ async fn list_activity(
     auth: ProjectAuth,
     Query(q): Query<ActivityQuery>,
 ) -> ApiResult<Json<ActivityList>> {
-    let limit = q.limit.get();
+    let params = ActivityParams {
+        limit: q.limit.get(),
+        cursor: q.cursor,
+        kind: q.r#type,
+        contact_id: q.contact_id,
+        since: None,
+        until: None,
+    };
+    Ok(Json(activity_list(&state, auth.id(), &params).await?))
+}
+
+/// What a page of the feed asks for, as typed (the dashboard's Activity page adds a time
+/// range to the API's parameters).
+#[derive(Clone, Debug, Default)]
+pub struct ActivityParams {
+    pub limit: u32,
+    pub cursor: Option<String>,
+    pub kind: Option<String>,
+    pub contact_id: Option<String>,
+    /// Entries created at or after this time.
+    pub since: Option<i64>,
+    /// Entries created before this time.
+    pub until: Option<i64>,
+}
+
+/// A page of the project's feed: the cursor checked against the project, the type and
+/// contact validated (422 with the field), newest first.
+pub async fn activity_list(
+    state: &AppState,
+    project: Uuid,
+    q: &ActivityParams,
+) -> ApiResult<ActivityList> {
     let before = match text(&q.cursor) {
-        Some(c) => Some(decode_cursor(auth.id(), c)?),
+        Some(c) => Some(decode_cursor(project, c)?),
         None => None,
     };
-    let kind = q.r#type.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    let kind = q.kind.as_deref().map(str::trim).filter(|t| !t.is_empty());
     if kind.is_some_and(|t| t.len() > 100) {
         return Err(ApiError::field(
             "type",
@@ -145,13 +177,18 @@ async fn list_activity(
         })?),
         None => None,
     };
-    let filter = FeedFilter { kind, contact_id };
-    let page = state.store.feed(auth.id(), limit, before, filter).await?;
+    let filter = FeedFilter {
+        kind,
+        contact_id,
+        since: q.since,
+        until: q.until,
+    };
+    let page = state.store.feed(project, q.limit, before, filter).await?;
     let cursor = match (page.has_more, page.entries.last()) {
-        (true, Some(last)) => Some(encode_cursor(auth.id(), last.id)),
+        (true, Some(last)) => Some(encode_cursor(project, last.id)),
         _ => None,
     };
-    Ok(Json(ActivityList {
+    Ok(ActivityList {
         data: page
             .entries
             .into_iter()
@@ -159,7 +196,7 @@ async fn list_activity(
             .collect(),
         cursor,
         has_more: page.has_more,
-    }))
+    })
 }
 
 /// The distinct activity types present in the project's feed.

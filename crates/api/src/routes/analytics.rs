@@ -81,6 +81,32 @@ async fn timeseries(
     auth: ProjectAuth,
     Query(q): Query<SeriesQuery>,
 ) -> ApiResult<Json<SeriesResponse>> {
+    let params = SeriesParams {
+        from: q.from,
+        to: q.to,
+        interval: q.interval,
+        tz: q.tz,
+    };
+    let series = series(&state, auth.id(), &params).await?;
+    Ok(Json(SeriesResponse { series }))
+}
+
+/// The parameters of a time series, as typed.
+#[derive(Clone, Debug, Default)]
+pub struct SeriesParams {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub interval: Option<String>,
+    pub tz: Option<String>,
+}
+
+/// The project's mail events per bucket over `[from, to)`, every bucket present: the
+/// answer of `GET /analytics/timeseries`, its parameters checked with their messages.
+pub async fn series(
+    state: &AppState,
+    project: Uuid,
+    q: &SeriesParams,
+) -> ApiResult<Vec<SeriesPoint>> {
     let interval = match text(&q.interval) {
         None => Interval::Day,
         Some(v) => Interval::parse(v).ok_or_else(|| {
@@ -118,7 +144,7 @@ async fn timeseries(
         .collect();
     for (slot, name, n) in state
         .store
-        .mail_event_slots(auth.id(), from, to, state.engine.now())
+        .mail_event_slots(project, from, to, state.engine.now())
         .await?
     {
         let Some(p) = bucket_of(&starts, slot * SLOT_MS).and_then(|i| series.get_mut(i)) else {
@@ -134,7 +160,7 @@ async fn timeseries(
         };
         *cell += n;
     }
-    Ok(Json(SeriesResponse { series }))
+    Ok(series)
 }
 
 #[derive(Serialize, ToSchema)]
@@ -173,7 +199,19 @@ async fn top_campaigns(
     auth: ProjectAuth,
     Query(q): Query<TopCampaignsQuery>,
 ) -> ApiResult<Json<TopCampaignsResponse>> {
-    let metric = text(&q.metric).unwrap_or("sent");
+    let top = campaigns_top(&state, auth.id(), text(&q.metric), q.limit.get()).await?;
+    Ok(Json(top))
+}
+
+/// The project's campaigns with the most events of `metric` (opened, clicked or sent, the
+/// default), with their names: the answer of `GET /analytics/top-campaigns`.
+pub async fn campaigns_top(
+    state: &AppState,
+    project: Uuid,
+    metric: Option<&str>,
+    limit: u32,
+) -> ApiResult<TopCampaignsResponse> {
+    let metric = metric.unwrap_or("sent");
     let event = match metric {
         "sent" => "email.sent",
         "opened" => "email.open",
@@ -186,16 +224,15 @@ async fn top_campaigns(
             ));
         }
     };
-    let limit = q.limit.get();
-    let rows = state.store.top_campaigns(auth.id(), event, limit).await?;
+    let rows = state.store.top_campaigns(project, event, limit).await?;
     let ids: Vec<Uuid> = rows.iter().map(|(id, _)| *id).collect();
     let names: std::collections::HashMap<Uuid, String> = state
         .store
-        .campaign_names(auth.id(), &ids)
+        .campaign_names(project, &ids)
         .await?
         .into_iter()
         .collect();
-    Ok(Json(TopCampaignsResponse {
+    Ok(TopCampaignsResponse {
         metric: metric.to_owned(),
         campaigns: rows
             .into_iter()
@@ -205,7 +242,7 @@ async fn top_campaigns(
                 count,
             })
             .collect(),
-    }))
+    })
 }
 
 #[derive(Serialize, ToSchema)]
@@ -314,12 +351,20 @@ async fn top_events(
     auth: ProjectAuth,
     Query(q): Query<TopEventsQuery>,
 ) -> ApiResult<Json<TopEventsResponse>> {
-    let limit = q.limit.get();
-    let rows = state.store.top_tracked_events(auth.id(), limit).await?;
-    Ok(Json(TopEventsResponse {
+    Ok(Json(events_top(&state, auth.id(), q.limit.get()).await?))
+}
+
+/// The project's most frequent tracked event names: the answer of `GET /analytics/top-events`.
+pub async fn events_top(
+    state: &AppState,
+    project: Uuid,
+    limit: u32,
+) -> ApiResult<TopEventsResponse> {
+    let rows = state.store.top_tracked_events(project, limit).await?;
+    Ok(TopEventsResponse {
         events: rows
             .into_iter()
             .map(|(name, count)| EventCount { name, count })
             .collect(),
-    }))
+    })
 }

@@ -98,6 +98,8 @@ pub struct EventRow {
 }
 
 pub struct EmailRow {
+    /// The message id: the row's anchor (`#email-<id>`), which Activity links to.
+    pub id: String,
     pub subject: String,
     pub status: String,
     pub tone: &'static str,
@@ -191,6 +193,7 @@ async fn history(
             let (when, exact) = ago(m.created_at, now);
             let status = m.status.as_str().to_owned();
             EmailRow {
+                id: m.id.to_string(),
                 subject: m.subject,
                 tone: status_tone(&status),
                 status,

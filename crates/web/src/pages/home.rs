@@ -11,6 +11,7 @@ use herald_api::AppState;
 use herald_store::StoreResult;
 use herald_store::feed::FeedFilter;
 
+use crate::deliverability::{self, Alert};
 use crate::format::{ago, count, percent, trend};
 use crate::pages::not_found;
 use crate::render::ok;
@@ -20,10 +21,12 @@ use crate::shell::Shell;
 const DAY_MS: i64 = 86_400_000;
 
 pub struct Stat {
-    pub label: &'static str,
+    pub label: String,
     pub value: String,
     pub trend: String,
     pub tone: &'static str,
+    /// The Analytics tab with this figure's detail.
+    pub href: String,
 }
 
 pub struct Activity {
@@ -40,6 +43,7 @@ struct HomePage {
     shell: Shell,
     stats: Vec<Stat>,
     health: Vec<Stat>,
+    alerts: Vec<Alert>,
     activities: Vec<Activity>,
     activity_href: String,
     contacts_href: String,
@@ -72,17 +76,6 @@ async fn sent_and_opened(
     Ok((sent, opened))
 }
 
-/// A rate against its warning and critical thresholds, in words and colour.
-fn level(rate: f64, warning: f64, critical: f64) -> (&'static str, &'static str) {
-    if rate >= critical {
-        ("Critical: above the critical threshold", "down")
-    } else if rate >= warning {
-        ("Warning: above the warning threshold", "warn")
-    } else {
-        ("Healthy", "up")
-    }
-}
-
 async fn build(state: &AppState, page: &ProjectPage) -> StoreResult<HomePage> {
     let now = state.engine.now();
     let contacts = state.store.count_contacts(page.id(), None, None).await?;
@@ -96,23 +89,11 @@ async fn build(state: &AppState, page: &ProjectPage) -> StoreResult<HomePage> {
         .store
         .delivery_counts(page.id(), now - 30 * DAY_MS)
         .await?;
-    let t = state.settings.security;
-    let bounce = rate(delivery.bounced, delivery.sent);
-    let complaint = rate(delivery.complained, delivery.sent);
-    let (bounce_words, bounce_tone) = level(bounce, t.bounce_warning, t.bounce_critical);
-    let (complaint_words, complaint_tone) =
-        level(complaint, t.complaint_warning, t.complaint_critical);
+    let rates = deliverability::rates(&delivery, &deliverability::THRESHOLDS, "30 days");
+    let alerts = deliverability::alerts(&rates);
     let feed = state
         .store
-        .feed(
-            page.id(),
-            10,
-            None,
-            FeedFilter {
-                kind: None,
-                contact_id: None,
-            },
-        )
+        .feed(page.id(), 10, None, FeedFilter::default())
         .await?;
     let activities = feed
         .entries
@@ -137,38 +118,38 @@ async fn build(state: &AppState, page: &ProjectPage) -> StoreResult<HomePage> {
         shell: page.shell("Home", &page.project.name),
         stats: vec![
             Stat {
-                label: "Contacts",
+                label: "Contacts".to_owned(),
                 value: count(contacts),
                 trend: String::new(),
                 tone: "neutral",
+                href: page.href("analytics?tab=audience&range=30"),
             },
             Stat {
-                label: "Emails sent, 30 days",
+                label: "Emails sent, 30 days".to_owned(),
                 value: count(sent),
                 trend: sent_trend,
                 tone: sent_tone,
+                href: page.href("analytics?tab=overview&range=30"),
             },
             Stat {
-                label: "Open rate, 30 days",
+                label: "Open rate, 30 days".to_owned(),
                 value: percent(opened, sent),
                 trend: open_trend,
                 tone: open_tone,
+                href: page.href("analytics?tab=overview&range=30"),
             },
         ],
-        health: vec![
-            Stat {
-                label: "Bounce rate, 30 days",
-                value: percent(delivery.bounced, delivery.sent),
-                trend: bounce_words.to_owned(),
-                tone: bounce_tone,
-            },
-            Stat {
-                label: "Complaint rate, 30 days",
-                value: percent(delivery.complained, delivery.sent),
-                trend: complaint_words.to_owned(),
-                tone: complaint_tone,
-            },
-        ],
+        health: rates
+            .into_iter()
+            .map(|r| Stat {
+                label: r.label,
+                value: r.value,
+                trend: r.words,
+                tone: r.tone,
+                href: page.href("analytics?tab=deliverability&range=30"),
+            })
+            .collect(),
+        alerts,
         activities,
         activity_href: page.href("activity"),
         contacts_href: page.href("contacts"),

@@ -149,7 +149,10 @@ async fn home_shows_figures_activity_and_keys(engine: Engine) {
     let (status, html) = page(get(&app, &c, &format!("/app/p/{}/", p.id)).await).await;
     assert_eq!(status, 200);
     assert!(
-        html.contains("<p class=\"stat-label\">Contacts</p>\n  <p class=\"stat-value\">3</p>"),
+        html.contains(&format!(
+            "<p class=\"stat-label\"><a href=\"/app/p/{}/analytics?tab=audience&#38;range=30\">Contacts</a></p>\n  <p class=\"stat-value\">3</p>",
+            p.id
+        )),
         "{html}"
     );
     assert!(html.contains("Emails sent, 30 days"));
