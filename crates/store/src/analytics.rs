@@ -251,36 +251,20 @@ impl Store {
         }))
     }
 
-    /// The project's most clicked links over every message: `(url, clicks)`, most first.
+    /// The project's most clicked links over every message it kept: `(url, clicks)`, most
+    /// first. Read from the counts the event triggers keep (migration 0035), so the cost
+    /// grows with the project's distinct links, not its clicks.
     pub async fn top_links(&self, project_id: Uuid, limit: u32) -> StoreResult<Vec<(String, i64)>> {
-        let rows: Vec<(Option<String>, i64)> = db_read_each!(
-            self,
-            sqlite | pool | {
-                sqlx::query_as(
-                    "SELECT json_extract(data, '$.url') AS url, count(*) AS n FROM events \
-                     WHERE project_id = $1 AND name = 'email.click' \
-                     GROUP BY url ORDER BY n DESC, url LIMIT $2",
-                )
-                .bind(project_id)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await?
-            },
-            postgres | pool | {
-                sqlx::query_as(
-                    "SELECT data->>'url' AS url, count(*) AS n FROM events \
-                     WHERE project_id = $1 AND name = 'email.click' \
-                     GROUP BY url ORDER BY n DESC, url LIMIT $2",
-                )
-                .bind(project_id)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await?
-            },
-        );
-        Ok(rows
-            .into_iter()
-            .filter_map(|(url, n)| url.map(|u| (u, n)))
-            .collect())
+        Ok(db_read!(self, |pool| {
+            sqlx::query_as(
+                "SELECT url, CAST(sum(clicks) AS BIGINT) AS n FROM link_clicks \
+                 WHERE project_id = $1 GROUP BY url HAVING sum(clicks) > 0 \
+                 ORDER BY n DESC, url LIMIT $2",
+            )
+            .bind(project_id)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?
+        }))
     }
 }

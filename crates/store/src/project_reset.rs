@@ -23,6 +23,7 @@ const WIPED: &[&str] = &[
     "DELETE FROM blobs WHERE project_id = $1",
     "DELETE FROM idempotency_keys WHERE project_id = $1",
     "DELETE FROM events WHERE project_id = $1",
+    "DELETE FROM link_clicks WHERE project_id = $1",
     "DELETE FROM analytics_slots WHERE project_id = $1",
     "DELETE FROM analytics_watermarks WHERE project_id = $1",
     "DELETE FROM campaigns WHERE project_id = $1",

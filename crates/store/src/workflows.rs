@@ -15,7 +15,7 @@ use serde_json::Value;
 use sqlx::FromRow;
 use sqlx::types::Json;
 
-pub use graph::{StepDelete, TransitionAdd};
+pub use graph::{StepDelete, StepInsert, TransitionAdd};
 
 use crate::{Store, StoreError, StoreResult, Tx};
 

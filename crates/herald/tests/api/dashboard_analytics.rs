@@ -405,4 +405,29 @@ async fn engagement_lists_what_the_api_ranks(engine: Engine) {
     }
     assert!(html.contains("https://example.org/offer</td><td class=\"num\">2</td>"));
     assert!(html.contains("No campaign has been opened yet."));
+    // The link counts are kept as events are written and deleted (migration 0035): deleting
+    // a contact takes its click along, and a reset takes every click.
+    let r0 = app.contact_by_email(&p.secret_key, "r0@example.com").await;
+    let gone = app
+        .delete(
+            &format!("/contacts/{}", r0["id"].as_str().expect("id")),
+            &p.secret_key,
+        )
+        .await;
+    assert!(gone.status().is_success(), "{}", gone.status());
+    let engagement = format!("/app/p/{}/analytics?tab=engagement", p.id);
+    let (_, html) = page(get(&app, &c, &engagement).await).await;
+    assert!(
+        html.contains("https://example.org/offer</td><td class=\"num\">1</td>"),
+        "one click after the delete: {html}"
+    );
+    feedback(&app, "click", &ids[1]).await;
+    let (_, html) = page(get(&app, &c, &engagement).await).await;
+    assert!(html.contains("https://example.org/offer</td><td class=\"num\">2</td>"));
+    app.store
+        .reset_project(p.id.parse().expect("project id"))
+        .await
+        .expect("reset");
+    let (_, html) = page(get(&app, &c, &engagement).await).await;
+    assert!(!html.contains("https://example.org/offer"), "{html}");
 }

@@ -16,6 +16,7 @@ use crate::helpers::{Engine, TestApp, TestProject, expect_json};
 
 both_engines_with_browser!(
     activity_shows_a_new_send_without_reload,
+    activity_stream_survives_a_server_restart,
     activity_polls_when_the_streams_are_taken,
     analytics_in_the_browser_equals_the_api_and_warns_past_five_percent,
 );
@@ -23,6 +24,11 @@ both_engines_with_browser!(
 const PASSWORD: &str = "correct horse battery";
 
 async fn log_in(page: &Page, app: &TestApp, p: &TestProject) {
+    log_in_at(page, &app.base, app, p).await;
+}
+
+/// Logs the project's owner in on the server at `base`.
+async fn log_in_at(page: &Page, base: &str, app: &TestApp, p: &TestProject) {
     let me = expect_json(
         app.call_with(&p.owner, Method::GET, "/users/@me", None, None)
             .await,
@@ -30,7 +36,7 @@ async fn log_in(page: &Page, app: &TestApp, p: &TestProject) {
     )
     .await;
     let email = me["email"].as_str().expect("email").to_owned();
-    page.goto(&app.url("/app/login")).await.unwrap();
+    page.goto(&format!("{base}/app/login")).await.unwrap();
     page.fill("Email", &email).await.unwrap();
     page.fill("Password", PASSWORD).await.unwrap();
     page.click_and_wait("button", Some("Log in")).await.unwrap();
@@ -102,16 +108,7 @@ async fn activity_shows_a_new_send_without_reload(engine: Engine) {
         .await
         .expect("the tracked event on top");
     assert_eq!(page.eval("window.__stillHere").await.unwrap(), "yes");
-    let rows = page
-        .eval("document.querySelectorAll('#activity-rows tr').length")
-        .await
-        .unwrap();
-    let api = expect_json(app.get("/activity", &p.secret_key).await, 200).await;
-    assert_eq!(
-        rows.as_u64(),
-        api["data"].as_array().map(|d| d.len() as u64),
-        "each entry once: {api}"
-    );
+    each_entry_once(&page, &app, &p).await;
     page.check_page(&app.base, "activity-live").await;
 
     // The row's contact link opens the contact.
@@ -150,6 +147,68 @@ async fn activity_shows_a_new_send_without_reload(engine: Engine) {
     );
     expect_only_the_422(&mut page);
     page.check_page(&app.base, "activity-bad-date").await;
+}
+
+async fn track_event(app: &TestApp, p: &TestProject, event: &str) {
+    let body = json!({"event": event, "email": "restart@example.com"});
+    let res = app.post("/v1/track", &p.public_key, &body).await;
+    assert!(res.status().is_success(), "{}", res.status());
+}
+
+/// The page shows each entry of the project once, as many as `GET /activity` lists.
+async fn each_entry_once(page: &Page, app: &TestApp, p: &TestProject) {
+    let rows = page
+        .eval("document.querySelectorAll('#activity-rows tr').length")
+        .await
+        .unwrap();
+    let api = expect_json(app.get("/activity", &p.secret_key).await, 200).await;
+    assert_eq!(
+        rows.as_u64(),
+        api["data"].as_array().map(|d| d.len() as u64),
+        "each entry once: {api}"
+    );
+}
+
+/// The browser watches Activity on a real `herald serve` process (on the test app's
+/// database) that is stopped and started again on its port: the entries written while it was
+/// down appear after it is back, without a reload, and none twice.
+async fn activity_stream_survives_a_server_restart(engine: Engine) {
+    let (app, p) = world(engine).await;
+    let mut node = crate::cluster::cluster_of(&app.config);
+    let i = node.start("all", &[]).await.expect("a node starts");
+    let base = node.nodes[i].base();
+    let browser = Browser::start().await.unwrap();
+    let page = browser.new_page().await.unwrap();
+    log_in_at(&page, &base, &app, &p).await;
+    page.goto(&format!("{base}/app/p/{}/activity", p.id))
+        .await
+        .unwrap();
+    page.wait_for("document.getElementById('live-status').innerText.startsWith('Live')")
+        .await
+        .expect("the live stream opens");
+    page.eval("window.__stillHere = 'yes'").await.unwrap();
+    track_event(&app, &p, "before").await;
+    page.wait_for(&row_with("Event before", "restart@example.com"))
+        .await
+        .expect("an entry arrives live");
+
+    node.stop(i, std::time::Duration::from_secs(30))
+        .await
+        .expect("a graceful stop");
+    track_event(&app, &p, "during").await;
+    node.restart(i).await.expect("the node starts again");
+    page.wait_for(&row_with("Event during", "restart@example.com"))
+        .await
+        .expect("the entry written while the server was down arrives");
+    track_event(&app, &p, "after").await;
+    page.wait_for(&row_with("Event after", "restart@example.com"))
+        .await
+        .expect("entries keep arriving after the restart");
+    assert_eq!(page.eval("window.__stillHere").await.unwrap(), "yes");
+    each_entry_once(&page, &app, &p).await;
+    node.stop(i, std::time::Duration::from_secs(30))
+        .await
+        .expect("a graceful stop");
 }
 
 async fn activity_polls_when_the_streams_are_taken(engine: Engine) {

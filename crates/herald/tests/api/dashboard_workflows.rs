@@ -484,6 +484,22 @@ async fn refusals_show_on_the_step_concerned(engine: Engine) {
         3
     );
 
+    // An EXIT inserted between the trigger and the send would leave the send behind it: the
+    // step, the moved transition and the new one are one transaction, so nothing changes.
+    let before = api_workflow(&app, &p, &wf).await;
+    let res = post_form(
+        &app,
+        &c,
+        &format!("{base}/{wf}/add"),
+        &[("after", &trigger), ("branch", ""), ("type", "EXIT")],
+    )
+    .await;
+    let (status, html) = page(res).await;
+    assert_eq!(status, 422, "{html}");
+    let after = api_workflow(&app, &p, &wf).await;
+    assert_eq!(after["steps"], before["steps"]);
+    assert_eq!(after["transitions"], before["transitions"]);
+
     // A step no path reaches (made through the API) shows so, under the graph.
     add_step(
         &app,

@@ -19,6 +19,16 @@ pub enum TransitionAdd {
     Refused(GraphError),
 }
 
+/// The outcome of inserting a step after another.
+#[derive(Debug)]
+pub enum StepInsert {
+    Inserted(Uuid),
+    NoWorkflow,
+    /// The step to insert after is not the workflow's.
+    NoStep,
+    Refused(GraphError),
+}
+
 /// The outcome of deleting a step.
 #[derive(Debug, PartialEq, Eq)]
 pub enum StepDelete {
@@ -266,6 +276,60 @@ impl Store {
         touch(&mut tx, workflow_id, now).await?;
         tx.commit().await?;
         Ok(TransitionAdd::Added(id))
+    }
+
+    /// Inserts a step after step `after` on its `branch`, in one transaction: the step is
+    /// added, the transition that left `after` on that branch (if any) is moved to leave the
+    /// new step on `onward` (its first branch), and `after` is connected to the new step, each
+    /// transition under the graph rules. A refusal leaves the graph as it was.
+    pub async fn insert_step_after(
+        &self,
+        project_id: Uuid,
+        workflow_id: Uuid,
+        step: &NewStep<'_>,
+        (after, branch): (Uuid, Option<Branch>),
+        onward: Option<Branch>,
+        now: Millis,
+    ) -> StoreResult<StepInsert> {
+        let mut tx = self.begin().await?;
+        let Some(mut g) = graph_in(&mut tx, project_id, workflow_id).await? else {
+            return Ok(StepInsert::NoWorkflow);
+        };
+        if !g.steps.contains_key(&after) {
+            return Ok(StepInsert::NoStep);
+        }
+        let id = insert_step(&mut tx, project_id, workflow_id, step, now).await?;
+        g.steps.insert(id, step.step_type);
+        let mut edges = vec![(after, id, branch)];
+        if let Some(at) = g.edges.iter().position(|e| e.0 == after && e.2 == branch) {
+            let (_, next, _) = g.edges.remove(at);
+            let q = sql(
+                tx.dialect(),
+                "DELETE FROM workflow_transitions WHERE workflow_id = $1 AND from_step_id = $2 \
+                 AND branch IS $3",
+                "DELETE FROM workflow_transitions WHERE workflow_id = $1 AND from_step_id = $2 \
+                 AND branch IS NOT DISTINCT FROM $3",
+            );
+            db_tx!(&mut tx, |conn| {
+                sqlx::query(q)
+                    .bind(workflow_id)
+                    .bind(after)
+                    .bind(branch.map(Branch::as_str))
+                    .execute(&mut *conn)
+                    .await?;
+            });
+            edges.insert(0, (id, next, onward));
+        }
+        for edge in edges {
+            if let Err(e) = g.check_edge(edge.0, edge.1, edge.2) {
+                return Ok(StepInsert::Refused(e));
+            }
+            insert_transition(&mut tx, project_id, workflow_id, edge, now).await?;
+            g.edges.push(edge);
+        }
+        touch(&mut tx, workflow_id, now).await?;
+        tx.commit().await?;
+        Ok(StepInsert::Inserted(id))
     }
 
     /// Deletes a transition; false when it is not there.

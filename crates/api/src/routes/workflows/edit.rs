@@ -4,11 +4,12 @@
 //! the graph, start an execution by hand.
 
 use herald_core::ids::{Uuid, parse_id};
-use herald_core::workflow::{Branch, StepType, check_config};
+use herald_core::workflow::{Branch, GraphError, StepType, check_config};
 use herald_store::StoreError;
 use herald_store::workflows::executions::Execution;
 use herald_store::workflows::{
-    NewStep, NewWorkflow, StepChange, StepDelete, TransitionAdd, Workflow, WorkflowChange,
+    NewStep, NewWorkflow, StepChange, StepDelete, StepInsert, TransitionAdd, Workflow,
+    WorkflowChange,
 };
 use serde_json::Value;
 
@@ -24,6 +25,11 @@ fn not_found() -> ApiError {
 
 fn step_not_found() -> ApiError {
     ApiError::not_found("NOT_FOUND", "Step")
+}
+
+/// A transition the graph rules refuse, on its field.
+fn refused(e: GraphError) -> ApiError {
+    ApiError::field(e.field, e.message, "invalid_transition")
 }
 
 /// The project's workflow `raw` (an id from a path): 404 for a malformed, unknown or another
@@ -114,6 +120,50 @@ async fn step_config(
     Ok((config, template))
 }
 
+/// A new step's request checked: its type, name, position, config and template.
+struct CheckedStep {
+    step_type: StepType,
+    name: Option<String>,
+    position: Option<Value>,
+    config: Value,
+    template_id: Option<Uuid>,
+}
+
+impl CheckedStep {
+    async fn of(state: &AppState, project_id: Uuid, body: StepRequest) -> ApiResult<Self> {
+        let (step_type, name, position) = rules::check_new_step(&body)?;
+        let raw = body.config.unwrap_or(Value::Null);
+        let (config, template_id) = step_config(state, project_id, step_type, &raw).await?;
+        Ok(Self {
+            step_type,
+            name,
+            position,
+            config,
+            template_id,
+        })
+    }
+
+    fn new_step(&self) -> NewStep<'_> {
+        NewStep {
+            step_type: self.step_type,
+            name: self.name.as_deref(),
+            config: &self.config,
+            position: self.position.as_ref(),
+            template_id: self.template_id,
+        }
+    }
+
+    fn response(self, id: Uuid) -> StepResponse {
+        StepResponse {
+            id: id.to_string(),
+            step_type: self.step_type.as_str().to_owned(),
+            name: self.name,
+            config: self.config,
+            position: self.position,
+        }
+    }
+}
+
 /// `POST /workflows/:id/steps`: a step of a listed type (not TRIGGER) with its config.
 pub async fn add_step(
     state: &AppState,
@@ -121,28 +171,13 @@ pub async fn add_step(
     w: &Workflow,
     body: StepRequest,
 ) -> ApiResult<StepResponse> {
-    let (step_type, name, position) = rules::check_new_step(&body)?;
-    let raw = body.config.unwrap_or(Value::Null);
-    let (config, template_id) = step_config(state, project_id, step_type, &raw).await?;
-    let step = NewStep {
-        step_type,
-        name: name.as_deref(),
-        config: &config,
-        position: position.as_ref(),
-        template_id,
-    };
+    let step = CheckedStep::of(state, project_id, body).await?;
     let step_id = state
         .store
-        .add_step(project_id, w.id, &step, state.engine.now())
+        .add_step(project_id, w.id, &step.new_step(), state.engine.now())
         .await?
         .ok_or_else(not_found)?;
-    Ok(StepResponse {
-        id: step_id.to_string(),
-        step_type: step_type.as_str().to_owned(),
-        name,
-        config,
-        position,
-    })
+    Ok(step.response(step_id))
 }
 
 /// `PATCH /workflows/:id/steps/:stepId`: a step's name, config (checked for its type) or
@@ -285,7 +320,7 @@ pub async fn connect(
             branch: branch.map(|b| b.as_str().to_owned()),
         }),
         TransitionAdd::NoWorkflow => Err(not_found()),
-        TransitionAdd::Refused(e) => Err(ApiError::field(e.field, e.message, "invalid_transition")),
+        TransitionAdd::Refused(e) => Err(refused(e)),
     }
 }
 
@@ -310,8 +345,8 @@ pub async fn disconnect(
 /// Adds a step after step `after` on its `branch` (the dashboard's "+"): the step is added
 /// ([`add_step`]'s rules), then the transition that left `after` on that branch, if any, is
 /// moved to leave the new step (on its first branch: `yes` after a CONDITION), and `after` is
-/// connected to it, each under [`connect`]'s graph rules. A refusal of any part undoes the
-/// parts done and is answered as the API answers it.
+/// connected to it, each under [`connect`]'s graph rules, all in one transaction. A refusal
+/// changes nothing and is answered as the API answers it.
 pub async fn insert_step(
     state: &AppState,
     project_id: Uuid,
@@ -323,54 +358,25 @@ pub async fn insert_step(
     if !w.steps.iter().any(|s| s.id == after) {
         return Err(step_not_found());
     }
-    let step = add_step(state, project_id, w, body).await?;
-    let new_id = parse_id(&step.id).ok_or_else(|| ApiError::internal("a step id"))?;
-    let next = w
-        .transitions
-        .iter()
-        .find(|t| t.from_step_id == after && t.branch == branch);
-    let undo = |moved: bool| async move {
-        let _ = remove_step(state, project_id, w, new_id, false).await;
-        if let (true, Some(t)) = (moved, next) {
-            let _ = state
-                .store
-                .add_transition(
-                    project_id,
-                    w.id,
-                    (t.from_step_id, t.to_step_id, t.branch),
-                    state.engine.now(),
-                )
-                .await;
-        }
-    };
-    if let Some(t) = next {
-        if let Err(e) = disconnect(state, project_id, w, t.id).await {
-            undo(false).await;
-            return Err(e);
-        }
-        let first = StepType::parse(&step.step_type)
-            .and_then(|st| st.branches().first().copied())
-            .flatten();
-        let onward = TransitionRequest {
-            from_step_id: Some(step.id.clone()),
-            to_step_id: Some(t.to_step_id.to_string()),
-            branch: first.map(|b| b.as_str().to_owned()),
-        };
-        if let Err(e) = connect(state, project_id, w, onward).await {
-            undo(true).await;
-            return Err(e);
-        }
+    let step = CheckedStep::of(state, project_id, body).await?;
+    let onward = step.step_type.branches().first().copied().flatten();
+    match state
+        .store
+        .insert_step_after(
+            project_id,
+            w.id,
+            &step.new_step(),
+            (after, branch),
+            onward,
+            state.engine.now(),
+        )
+        .await?
+    {
+        StepInsert::Inserted(id) => Ok(step.response(id)),
+        StepInsert::NoWorkflow => Err(not_found()),
+        StepInsert::NoStep => Err(step_not_found()),
+        StepInsert::Refused(e) => Err(refused(e)),
     }
-    let link = TransitionRequest {
-        from_step_id: Some(after.to_string()),
-        to_step_id: Some(step.id.clone()),
-        branch: branch.map(|b| b.as_str().to_owned()),
-    };
-    if let Err(e) = connect(state, project_id, w, link).await {
-        undo(next.is_some()).await;
-        return Err(e);
-    }
-    Ok(step)
 }
 
 /// `POST /workflows/:id/executions`: an execution for a contact started by hand, with
