@@ -421,7 +421,12 @@ async fn engagement_lists_what_the_api_ranks(engine: Engine) {
         html.contains("https://example.org/offer</td><td class=\"num\">1</td>"),
         "one click after the delete: {html}"
     );
-    feedback(&app, "click", &ids[1]).await;
+    // A click on another message counts again (a repeated notification of one click does not).
+    let body = json!({"to": "r9@example.com", "from": "hello@shop.test", "subject": "News", "body": "<p>Hi</p>"});
+    let more =
+        message_ids(&expect_json(app.post("/v1/send", &p.secret_key, &body).await, 200).await);
+    wait_status(&app, &p.secret_key, &more[0], &["SENT"], WAIT).await;
+    feedback(&app, "click", &more[0]).await;
     let (_, html) = page(get(&app, &c, &engagement).await).await;
     assert!(html.contains("https://example.org/offer</td><td class=\"num\">2</td>"));
     app.store
