@@ -1,8 +1,9 @@
 //! Keeps SQLite's trigram index of contact emails caught up with the contacts
 //! (`herald_store::contact_search`, migration 0034): every [`INDEX_EVERY`], the contacts past
-//! the index's mark are indexed in batches, each its own short transaction, so request writes
-//! wait at most one batch. A search never waits for it: it reads the contacts past the mark
-//! directly. PostgreSQL has no such index and the task ends at once.
+//! the index's mark are indexed in batches, each its own short transaction that first lets any
+//! announced request write go ahead (`Store::yield_to_urgent`, as the delivery workers do), so
+//! a request write waits at most one small batch. A search never waits for it: it reads the
+//! contacts past the mark directly. PostgreSQL has no such index and the task ends at once.
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ pub async fn run_email_index(engine: Engine, mut shutdown: watch::Receiver<bool>
         return;
     }
     loop {
+        engine.store.yield_to_urgent().await;
         let full = match engine.store.index_contact_emails(INDEX_BATCH).await {
             Ok(n) => i64::try_from(n).unwrap_or(i64::MAX) >= INDEX_BATCH,
             Err(e) => {
