@@ -26,11 +26,15 @@ pub const SAMPLE: i64 = 2_000;
 /// million contacts, where reading newest first finds a page in a few thousand rows and the
 /// trigram index would read more than it skips).
 pub const COMMON_HITS: i64 = 20;
-/// Contacts the background task indexes per transaction: about 3 ms of the writer in release
-/// (FTS5 trigram rows of 1,000 emails), so a request write that arrives meanwhile waits at
-/// most that long. With 20,000 a batch held the writer for about 60 ms, and `/v1/track`'s p99
-/// (each request a new contact) went from 9-10 ms to 33-44 ms.
-pub const INDEX_BATCH: i64 = 1_000;
+/// Contacts the background task indexes per transaction: 1 to 3 ms of the writer, so a
+/// request write that arrives meanwhile waits at most that long. With 20,000 a batch held
+/// the writer for about 60 ms, and `/v1/track`'s p99 (each request a new contact) went from
+/// 9-10 ms to 33-44 ms.
+pub const INDEX_BATCH: i64 = 500;
+/// Pages of segment merging done after each batch (FTS5's `('merge', N)`; its automatic
+/// merges are off, migration 0036): small steps keep the segments few (a search reads each)
+/// without one batch paying for a whole level's merge (40-70 ms at times).
+pub const MERGE_PAGES: i64 = 10;
 
 /// How a search reads its matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +149,13 @@ impl Store {
                     .execute(&mut *conn)
                     .await?
                     .rows_affected();
+                    sqlx::query(
+                        "INSERT INTO contacts_trigrams (contacts_trigrams, rank) \
+                         VALUES ('merge', $1)",
+                    )
+                    .bind(MERGE_PAGES)
+                    .execute(&mut *conn)
+                    .await?;
                     sqlx::query("UPDATE contacts_trigrams_mark SET upto = $1")
                         .bind(upto)
                         .execute(&mut *conn)
