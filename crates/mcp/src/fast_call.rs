@@ -90,11 +90,10 @@ pub async fn answer(State(fast): State<Arc<FastCall>>, req: Request, next: Next)
         // rmcp's own answer when its response does not serialise (never expected).
         Err(e) => {
             tracing::error!("Internal server error when serialize json response: {e}");
-            (
+            bare(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Encounter an error when serialize json response: {e}"),
             )
-                .into_response()
         }
     }
 }
@@ -184,17 +183,23 @@ fn protocol_before_per_request_metadata(headers: &HeaderMap) -> bool {
 async fn read_body(body: Body, max_bytes: usize) -> Result<Bytes, Response> {
     match Limited::new(body, max_bytes).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<LengthLimitError>() => Err((
+        Err(e) if e.is::<LengthLimitError>() => Err(bare(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("Payload Too Large: request body exceeds {max_bytes} bytes"),
-        )
-            .into_response()),
-        Err(e) => Err((
+        )),
+        Err(e) => Err(bare(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("Failed to read request body: {e}"),
-        )
-            .into_response()),
+        )),
     }
+}
+
+/// A text answer without a `Content-Type`, as rmcp writes its transport errors (the API's
+/// envelope layer then treats it as it treats rmcp's).
+fn bare(status: StatusCode, text: String) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response
 }
 
 /// A JSON-RPC request with exactly these members; anything more is rmcp's to read.
