@@ -11,7 +11,8 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, Request, header};
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -42,6 +43,20 @@ pub struct Reply {
     pub text: Option<String>,
 }
 
+/// A REST answer as it came: status and body bytes, not parsed yet (`POST /mcp`'s fast path
+/// writes a success around the bytes without parsing them into a [`Value`]).
+pub struct RawReply {
+    pub status: u16,
+    pub bytes: Bytes,
+}
+
+impl RawReply {
+    /// The answer parsed, as the tool result is built from it.
+    pub fn parse(&self) -> Reply {
+        Reply::from_bytes(self.status, &self.bytes)
+    }
+}
+
 impl Reply {
     fn from_bytes(status: u16, bytes: &[u8]) -> Reply {
         let body = parse(bytes);
@@ -62,6 +77,17 @@ pub struct Caller {
     pub forwarded_for: Option<HeaderValue>,
 }
 
+impl Caller {
+    /// What the in-process call carries over from the `/mcp` request's head.
+    pub fn from_parts(parts: &Parts) -> Caller {
+        Caller {
+            authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
+            connect_info: parts.extensions.get().copied(),
+            forwarded_for: parts.headers.get("x-forwarded-for").cloned(),
+        }
+    }
+}
+
 impl Backend {
     /// The bridge's backend: `base` like `http://127.0.0.1:8080`.
     pub fn remote(base: &str, key: Option<String>) -> anyhow::Result<Backend> {
@@ -77,6 +103,11 @@ impl Backend {
     }
 
     pub async fn send(&self, call: &RestCall, caller: &Caller) -> Result<Reply, Refusal> {
+        Ok(self.send_raw(call, caller).await?.parse())
+    }
+
+    /// The REST answer's bytes, unparsed.
+    pub async fn send_raw(&self, call: &RestCall, caller: &Caller) -> Result<RawReply, Refusal> {
         match self {
             Backend::InProcess(router) => in_process(router, call, caller).await,
             Backend::Remote { client, base, key } => {
@@ -90,7 +121,7 @@ async fn in_process(
     router: &axum::Router,
     call: &RestCall,
     caller: &Caller,
-) -> Result<Reply, Refusal> {
+) -> Result<RawReply, Refusal> {
     let mut builder = Request::builder().method(call.method).uri(&call.target);
     if let Some(auth) = &caller.authorization {
         builder = builder.header(header::AUTHORIZATION, auth.clone());
@@ -121,7 +152,7 @@ async fn in_process(
         .await
         .map_err(|e| Refusal::internal(format!("reading {}: {e}", call.target)))?
         .to_bytes();
-    Ok(Reply::from_bytes(status, &bytes))
+    Ok(RawReply { status, bytes })
 }
 
 async fn remote(
@@ -129,7 +160,7 @@ async fn remote(
     base: &str,
     key: Option<&str>,
     call: &RestCall,
-) -> Result<Reply, Refusal> {
+) -> Result<RawReply, Refusal> {
     let Some(key) = key else {
         return Err(Refusal::new(
             401,
@@ -167,7 +198,7 @@ async fn remote(
             ),
         )
     })?;
-    Ok(Reply::from_bytes(status, &bytes))
+    Ok(RawReply { status, bytes })
 }
 
 fn parse(bytes: &[u8]) -> Value {

@@ -13,7 +13,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value};
 
-use crate::backend::{Backend, Caller};
+use crate::backend::{Backend, Caller, RawReply};
 use crate::call::{lookup_by_email, rest_call};
 use crate::catalog::{Access, Shape, TOOLS, ToolSpec};
 use crate::confirm::{Confirmation, confirm};
@@ -69,33 +69,61 @@ impl HeraldTools {
         self.inner.tools.iter().map(|(_, t)| t.clone()).collect()
     }
 
-    async fn run(
+    /// The tool offered under this name: unknown names and writes in read-only mode are not.
+    pub(crate) fn offered(&self, name: &str) -> Option<&'static ToolSpec> {
+        self.inner
+            .tools
+            .iter()
+            .map(|(s, _)| *s)
+            .find(|s| s.name == name)
+    }
+
+    /// Whether a call of `spec` must be confirmed by the person before it runs.
+    pub(crate) fn needs_confirmation(&self, spec: &ToolSpec) -> bool {
+        spec.access == Access::Confirm && !self.inner.settings.allow_unconfirmed
+    }
+
+    /// The tool's REST answer as it came (for `get_contact` by email, the lookup's answer
+    /// when that is not a 200), unparsed: the fast path of `POST /mcp` writes it out as it is.
+    pub(crate) async fn reply(
         &self,
         spec: &ToolSpec,
         args: Map<String, Value>,
         caller: &Caller,
-    ) -> Result<rmcp::model::CallToolResult, Refusal> {
+    ) -> Result<RawReply, Refusal> {
         let backend = &self.inner.backend;
         let mut args = args;
         if spec.shape == Shape::ContactByIdOrEmail
             && args.get("id").is_none_or(Value::is_null)
             && let Some(email) = args.remove("email").filter(|e| !e.is_null())
         {
-            let found = backend.send(&lookup_by_email(&email), caller).await?;
+            let found = backend.send_raw(&lookup_by_email(&email), caller).await?;
             if found.status != 200 {
-                return Ok(from_reply(found));
+                return Ok(found);
             }
-            let Some(id) = found.body["found"][0]["id"].as_str() else {
+            let Some(id) = found.parse().body["found"][0]["id"]
+                .as_str()
+                .map(str::to_owned)
+            else {
                 return Err(Refusal::new(404, "CONTACT_NOT_FOUND", "Contact not found"));
             };
-            args.insert("id".into(), Value::String(id.to_owned()));
+            args.insert("id".into(), Value::String(id));
         }
         if spec.shape == Shape::ContactByIdOrEmail {
             args.remove("email");
         }
         let call = rest_call(spec, args)?;
-        let reply = backend.send(&call, caller).await?;
-        Ok(from_reply(reply))
+        backend.send_raw(&call, caller).await
+    }
+
+    async fn run(
+        &self,
+        spec: &ToolSpec,
+        args: Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<rmcp::model::CallToolResult, Refusal> {
+        let reply = self.reply(spec, args, caller).await?;
+        Ok(from_reply(reply.parse()))
     }
 }
 
@@ -163,20 +191,14 @@ impl ServerHandler for HeraldTools {
     ) -> Result<CallToolResponse, ErrorData> {
         // A tool that is not offered (unknown, or a write in read-only mode) is the protocol's
         // invalid-params error, as the MCP specification words it.
-        let Some(spec) = self
-            .inner
-            .tools
-            .iter()
-            .map(|(s, _)| *s)
-            .find(|s| s.name == request.name)
-        else {
+        let Some(spec) = self.offered(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {}", request.name),
                 None,
             ));
         };
         let args = request.arguments.clone().unwrap_or_default();
-        if spec.access == Access::Confirm && !self.inner.settings.allow_unconfirmed {
+        if self.needs_confirmation(spec) {
             match confirm(spec, &args, &request, &context, self.inner.sessions).await {
                 Confirmation::Go => {}
                 Confirmation::Ask(ask) => return Ok(ask.into()),
@@ -194,15 +216,8 @@ impl ServerHandler for HeraldTools {
 
 /// What the in-process call needs from the `/mcp` request (absent on stdio).
 fn caller(context: &RequestContext<RoleServer>) -> Caller {
-    let Some(parts) = context.extensions.get::<Parts>() else {
-        return Caller::default();
-    };
-    Caller {
-        authorization: parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .cloned(),
-        connect_info: parts.extensions.get().copied(),
-        forwarded_for: parts.headers.get("x-forwarded-for").cloned(),
-    }
+    context
+        .extensions
+        .get::<Parts>()
+        .map_or_else(Caller::default, Caller::from_parts)
 }

@@ -5,6 +5,8 @@
 //! secret key (`Authorization: Bearer sk_...`; a public key, a wrong key or none is the API's
 //! 401), then rmcp's own guards: the `Host` header must name the public URL's host or loopback
 //! (DNS rebinding), and the body is bounded by `HERALD_MAX_BODY_BYTES` like a REST body.
+//! A plain `tools/call` that passes those guards is answered by [`fast_call`] without rmcp's
+//! per-request service, with the same result; everything else goes on to rmcp.
 //! Each tool call then runs its REST route in process ([`Backend::InProcess`]), which applies
 //! the per-project rate limit to it as to any API request.
 
@@ -19,6 +21,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::backend::Backend;
+use crate::fast_call::{self, FastCall};
 use crate::handler::{HeraldTools, McpSettings};
 
 /// The `/mcp` route. `api` is the API's whole router, the one the same listener serves.
@@ -28,12 +31,17 @@ pub fn router(
     settings: McpSettings,
 ) -> anyhow::Result<axum::Router> {
     let tools = HeraldTools::new(Backend::InProcess(api), settings, false)?;
+    let fast = Arc::new(FastCall {
+        tools: tools.clone(),
+        allowed_hosts: allowed_hosts(&state.settings.public_url),
+        max_body_bytes: state.settings.max_body_bytes,
+    });
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_allowed_hosts(allowed_hosts(&state.settings.public_url))
-        .with_max_request_body_bytes(state.settings.max_body_bytes);
+        .with_allowed_hosts(fast.allowed_hosts.clone())
+        .with_max_request_body_bytes(fast.max_body_bytes);
     let service = StreamableHttpService::new(
         move || Ok(tools.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -41,6 +49,8 @@ pub fn router(
     );
     Ok(axum::Router::new()
         .route_service("/mcp", service)
+        // Inside the key check: a plain `tools/call` is answered here, the rest by rmcp.
+        .layer(middleware::from_fn_with_state(fast, fast_call::answer))
         .layer(middleware::from_fn_with_state(state, require_secret_key))
         .layer(CatchPanicLayer::custom(
             herald_api::envelope::panic_response,

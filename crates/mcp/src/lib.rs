@@ -7,6 +7,7 @@ pub mod backend;
 pub mod call;
 pub mod catalog;
 pub mod confirm;
+pub mod fast_call;
 pub mod handler;
 pub mod http;
 pub mod refusal;

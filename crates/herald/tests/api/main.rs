@@ -61,6 +61,7 @@ mod isolation;
 mod leases;
 mod mcp;
 mod mcp_client;
+mod mcp_fast;
 mod mcp_python;
 mod mcp_stdio;
 mod memory;
