@@ -6,10 +6,10 @@
 //! home page. Every state passes `Page::check_page` (screenshots in target/screenshots).
 
 use herald_testkit::browser::{Browser, Page};
-use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::both_engines_with_browser;
+use crate::browser_login::{log_in_at, log_in_owner, owner_email};
 use crate::dashboard_analytics::{feedback, send_many};
 use crate::feedback::SECRET;
 use crate::helpers::{Engine, TestApp, TestProject, expect_json};
@@ -20,27 +20,6 @@ both_engines_with_browser!(
     activity_polls_when_the_streams_are_taken,
     analytics_in_the_browser_equals_the_api_and_warns_past_five_percent,
 );
-
-const PASSWORD: &str = "correct horse battery";
-
-async fn log_in(page: &Page, app: &TestApp, p: &TestProject) {
-    log_in_at(page, &app.base, app, p).await;
-}
-
-/// Logs the project's owner in on the server at `base`.
-async fn log_in_at(page: &Page, base: &str, app: &TestApp, p: &TestProject) {
-    let me = expect_json(
-        app.call_with(&p.owner, Method::GET, "/users/@me", None, None)
-            .await,
-        200,
-    )
-    .await;
-    let email = me["email"].as_str().expect("email").to_owned();
-    page.goto(&format!("{base}/app/login")).await.unwrap();
-    page.fill("Email", &email).await.unwrap();
-    page.fill("Password", PASSWORD).await.unwrap();
-    page.click_and_wait("button", Some("Log in")).await.unwrap();
-}
 
 async fn world(engine: Engine) -> (TestApp, TestProject) {
     let app = engine
@@ -73,7 +52,7 @@ async fn activity_shows_a_new_send_without_reload(engine: Engine) {
     let (app, p) = world(engine).await;
     let browser = Browser::start().await.unwrap();
     let mut page = browser.new_page().await.unwrap();
-    log_in(&page, &app, &p).await;
+    log_in_owner(&page, &app, &p).await;
     page.click_and_wait("a", Some("Activity")).await.unwrap();
     assert_eq!(page.text("h1").await.unwrap(), "Activity");
     page.wait_for("document.getElementById('live-status').innerText.startsWith('Live')")
@@ -179,7 +158,7 @@ async fn activity_stream_survives_a_server_restart(engine: Engine) {
     let base = node.nodes[i].base();
     let browser = Browser::start().await.unwrap();
     let page = browser.new_page().await.unwrap();
-    log_in_at(&page, &base, &app, &p).await;
+    log_in_at(&page, &base, &owner_email(&app, &p).await).await;
     page.goto(&format!("{base}/app/p/{}/activity", p.id))
         .await
         .unwrap();
@@ -223,7 +202,7 @@ async fn activity_polls_when_the_streams_are_taken(engine: Engine) {
     }
     let browser = Browser::start().await.unwrap();
     let mut page = browser.new_page().await.unwrap();
-    log_in(&page, &app, &p).await;
+    log_in_owner(&page, &app, &p).await;
     page.goto(&app.url(&format!("/app/p/{}/activity", p.id)))
         .await
         .unwrap();
@@ -309,7 +288,7 @@ async fn analytics_in_the_browser_equals_the_api_and_warns_past_five_percent(eng
     }
     let browser = Browser::start().await.unwrap();
     let mut page = browser.new_page().await.unwrap();
-    log_in(&page, &app, &p).await;
+    log_in_owner(&page, &app, &p).await;
     // The home page's card leads to Analytics.
     page.click_and_wait("a", Some("Emails sent, 30 days"))
         .await

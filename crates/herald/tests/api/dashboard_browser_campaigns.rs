@@ -9,37 +9,19 @@
 use std::time::Duration;
 
 use herald_testkit::browser::{Browser, Page};
-use reqwest::Method;
 use serde_json::json;
 
 use crate::both_engines_with_browser;
+use crate::browser_login::{log_in, owner_email};
 use crate::campaigns::{seed, wait_campaign};
-use crate::helpers::{Engine, TestApp, TestProject, expect_json};
+use crate::helpers::{Engine, expect_json};
 use crate::mail_setup::wait_status;
 
 both_engines_with_browser!(a_campaign_is_written_tested_scheduled_cancelled_sent_and_measured);
 
-const PASSWORD: &str = "correct horse battery";
 const FRAME: &str = "preview-frame";
 const HTMX_IDLE: &str =
     "!document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping, .htmx-added')";
-
-async fn owner_email(app: &TestApp, p: &TestProject) -> String {
-    let me = expect_json(
-        app.call_with(&p.owner, Method::GET, "/users/@me", None, None)
-            .await,
-        200,
-    )
-    .await;
-    me["email"].as_str().unwrap().to_owned()
-}
-
-async fn log_in(page: &Page, app: &TestApp, email: &str) {
-    page.goto(&app.url("/app/login")).await.unwrap();
-    page.fill("Email", email).await.unwrap();
-    page.fill("Password", PASSWORD).await.unwrap();
-    page.click_and_wait("button", Some("Log in")).await.unwrap();
-}
 
 /// Writes a campaign in New campaign and creates it.
 async fn write_campaign(page: &mut Page, name: &str, subject: &str) {

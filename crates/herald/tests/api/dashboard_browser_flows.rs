@@ -13,7 +13,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::both_engines_with_browser;
-use crate::helpers::{Engine, TestApp, TestProject, expect_json};
+use crate::browser_login::{log_in, owner_email};
+use crate::dashboard::PASSWORD;
+use crate::helpers::{Engine, expect_json};
 
 both_engines_with_browser!(
     contacts_import_and_bulk_actions_in_the_browser,
@@ -23,31 +25,6 @@ both_engines_with_browser!(
     the_keyboard_reaches_the_forms_and_the_navigation_with_a_focus_ring,
     the_billing_tab_in_the_browser,
 );
-
-const PASSWORD: &str = "correct horse battery";
-
-async fn owner_email(app: &TestApp, p: &TestProject) -> String {
-    let me = expect_json(
-        app.call_with(&p.owner, Method::GET, "/users/@me", None, None)
-            .await,
-        200,
-    )
-    .await;
-    me["email"].as_str().unwrap().to_owned()
-}
-
-/// Signs `email` in through the login form.
-async fn log_in(page: &Page, app: &TestApp, email: &str) {
-    page.goto(&app.url("/app/login")).await.unwrap();
-    page.fill("Email", email).await.unwrap();
-    page.fill("Password", PASSWORD).await.unwrap();
-    page.click_and_wait("button", Some("Log in")).await.unwrap();
-    assert!(
-        !page.url().await.unwrap().contains("/app/login"),
-        "signed in: {}",
-        page.body_text().await.unwrap()
-    );
-}
 
 /// Waits until the job region stopped polling (the job ended); its text.
 async fn finished_job(page: &Page) -> String {

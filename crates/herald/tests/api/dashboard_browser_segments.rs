@@ -5,10 +5,10 @@
 //! `Page::check_page` (screenshots at 1280 and 375 px, light and dark).
 
 use herald_testkit::browser::{Browser, Page};
-use reqwest::Method;
 use serde_json::json;
 
 use crate::both_engines_with_browser;
+use crate::browser_login::log_in_owner;
 use crate::helpers::{Engine, TestApp, TestProject, expect_json};
 
 both_engines_with_browser!(
@@ -16,23 +16,6 @@ both_engines_with_browser!(
     a_bad_value_shows_on_its_row,
     static_segment_members_are_added_and_removed_in_the_browser,
 );
-
-const PASSWORD: &str = "correct horse battery";
-
-async fn log_in(page: &Page, app: &TestApp, p: &TestProject) {
-    let me = expect_json(
-        app.call_with(&p.owner, Method::GET, "/users/@me", None, None)
-            .await,
-        200,
-    )
-    .await;
-    page.goto(&app.url("/app/login")).await.unwrap();
-    page.fill("Email", me["email"].as_str().unwrap())
-        .await
-        .unwrap();
-    page.fill("Password", PASSWORD).await.unwrap();
-    page.click_and_wait("button", Some("Log in")).await.unwrap();
-}
 
 async fn people(app: &TestApp, p: &TestProject) {
     for (email, plan, logins) in [
@@ -103,7 +86,7 @@ async fn a_two_group_segment_counts_in_the_page_as_the_api_does(engine: Engine) 
     people(&app, &p).await;
     let browser = Browser::start().await.unwrap();
     let mut page = browser.new_page().await.unwrap();
-    log_in(&page, &app, &p).await;
+    log_in_owner(&page, &app, &p).await;
     page.click_and_wait("nav[aria-label=Main] a", Some("Segments"))
         .await
         .unwrap();
@@ -219,7 +202,7 @@ async fn a_bad_value_shows_on_its_row(engine: Engine) {
     people(&app, &p).await;
     let browser = Browser::start().await.unwrap();
     let mut page = browser.new_page().await.unwrap();
-    log_in(&page, &app, &p).await;
+    log_in_owner(&page, &app, &p).await;
     page.goto(&app.url(&format!("/app/p/{}/segments/new", p.id)))
         .await
         .unwrap();
@@ -280,7 +263,7 @@ async fn static_segment_members_are_added_and_removed_in_the_browser(engine: Eng
     people(&app, &p).await;
     let browser = Browser::start().await.unwrap();
     let mut page = browser.new_page().await.unwrap();
-    log_in(&page, &app, &p).await;
+    log_in_owner(&page, &app, &p).await;
     page.goto(&app.url(&format!("/app/p/{}/segments/new", p.id)))
         .await
         .unwrap();

@@ -7,35 +7,17 @@
 
 use std::time::Duration;
 
-use herald_testkit::browser::{Browser, Page};
-use reqwest::Method;
+use herald_testkit::browser::Browser;
 use serde_json::json;
 
 use crate::both_engines_with_browser;
-use crate::helpers::{Engine, TestApp, TestProject, expect_json};
+use crate::browser_login::{log_in, owner_email};
+use crate::helpers::{Engine, expect_json};
 use crate::mail_setup::wait_status;
 
 both_engines_with_browser!(a_template_is_written_previewed_created_and_tested_in_the_browser);
 
-const PASSWORD: &str = "correct horse battery";
 const FRAME: &str = "preview-frame";
-
-async fn owner_email(app: &TestApp, p: &TestProject) -> String {
-    let me = expect_json(
-        app.call_with(&p.owner, Method::GET, "/users/@me", None, None)
-            .await,
-        200,
-    )
-    .await;
-    me["email"].as_str().unwrap().to_owned()
-}
-
-async fn log_in(page: &Page, app: &TestApp, email: &str) {
-    page.goto(&app.url("/app/login")).await.unwrap();
-    page.fill("Email", email).await.unwrap();
-    page.fill("Password", PASSWORD).await.unwrap();
-    page.click_and_wait("button", Some("Log in")).await.unwrap();
-}
 
 async fn a_template_is_written_previewed_created_and_tested_in_the_browser(engine: Engine) {
     let app = engine.browser_app().await;

@@ -9,35 +9,17 @@
 use std::time::{Duration, Instant};
 
 use herald_testkit::browser::{Browser, Page};
-use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::both_engines_with_browser;
-use crate::helpers::{Engine, TestApp, TestProject, expect_json};
+use crate::browser_login::{log_in, owner_email};
+use crate::helpers::{Engine, TestApp, expect_json};
 use crate::workflow_runs::{add_step, connect, track, wait_execution};
 
 both_engines_with_browser!(a_workflow_is_built_enabled_and_followed_in_the_graph);
 
-const PASSWORD: &str = "correct horse battery";
 const HTMX_IDLE: &str =
     "!document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping, .htmx-added')";
-
-async fn owner_email(app: &TestApp, p: &TestProject) -> String {
-    let me = expect_json(
-        app.call_with(&p.owner, Method::GET, "/users/@me", None, None)
-            .await,
-        200,
-    )
-    .await;
-    me["email"].as_str().unwrap().to_owned()
-}
-
-async fn log_in(page: &Page, app: &TestApp, email: &str) {
-    page.goto(&app.url("/app/login")).await.unwrap();
-    page.fill("Email", email).await.unwrap();
-    page.fill("Password", PASSWORD).await.unwrap();
-    page.click_and_wait("button", Some("Log in")).await.unwrap();
-}
 
 /// Clicks the "+" labelled `plus`, picks the kind `kind` and continues to its form.
 async fn start_adding(page: &Page, plus: &str, kind: &str) {

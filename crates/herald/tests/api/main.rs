@@ -19,6 +19,7 @@ mod activity;
 mod analytics;
 mod attachments;
 mod billing;
+mod browser_login;
 mod browser_pages;
 mod bulk;
 mod campaign_crash;
