@@ -285,7 +285,6 @@ pub async fn save_step(
         Ok(found) => found,
         Err(r) => return r,
     };
-    let s = &s;
     let f = FormData::parse(&body);
     let form = StepForm::posted(&f);
     let focus = Focus::Step(s.id);
@@ -329,7 +328,6 @@ pub async fn delete_step(
         Ok(found) => found,
         Err(r) => return r,
     };
-    let s = &s;
     let focus = Focus::Step(s.id);
     if FormData::parse(&body).get("confirm") != "yes" {
         let posted = Posted {
