@@ -20,7 +20,6 @@ use herald_core::time::Millis;
 use std::collections::HashMap;
 
 use herald_store::contacts::{ContactUpsert, upsert_contact};
-use herald_store::contacts_batch::{NewContact, insert_new_many};
 use herald_store::segment_membership::enqueue_reevaluate;
 use herald_store::tracked::{NewTrackedEvent, insert_tracked_many};
 use herald_store::{StoreResult, Tx, messages};
@@ -87,7 +86,7 @@ impl TrackPlan {
         }
         let key = (self.project_id, self.email.as_str().to_owned());
         let contact_id = if let Some(id) = rows.created.remove(&key) {
-            // Inserted by `TrackRows::insert_new_contacts`; its outbox row for segments is the
+            // Inserted ahead by the batch (`send::batch_contacts`); its outbox row for segments is the
             // event's (`flush`).
             herald_store::fields::record_types(tx, self.project_id, &self.data, now).await?;
             id
@@ -123,40 +122,12 @@ impl TrackPlan {
 #[derive(Default)]
 pub(crate) struct TrackRows {
     events: Vec<NewTrackedEvent>,
-    /// Contacts inserted before the requests are staged, by (project, email).
-    created: HashMap<(Uuid, String), Uuid>,
+    /// Contacts inserted before the requests are staged, by (project, email)
+    /// (`crate::send::batch_contacts`).
+    pub(crate) created: HashMap<(Uuid, String), Uuid>,
 }
 
 impl TrackRows {
-    /// Inserts the contacts of `plans` that are new, with multi-row statements, before the
-    /// requests are staged: a statement per request was most of the single writer's time.
-    /// `plans` holds only the first request of the batch for each (project, email) and none
-    /// with an `Idempotency-Key` (whose claim must come before any write), so each request is
-    /// applied in its order; the others, and the emails that exist, take the upsert.
-    pub(crate) async fn insert_new_contacts(
-        &mut self,
-        tx: &mut Tx,
-        plans: &[&TrackPlan],
-        now: Millis,
-    ) -> StoreResult<()> {
-        if plans.is_empty() {
-            return Ok(());
-        }
-        let rows: Vec<NewContact> = plans
-            .iter()
-            .map(|p| {
-                let subscribed = p.subscribed.unwrap_or(true);
-                NewContact::new(p.project_id, p.email.as_str(), subscribed, &p.data)
-            })
-            .collect::<StoreResult<_>>()?;
-        let inserted = insert_new_many(tx, &rows, now).await?;
-        for row in rows.iter().filter(|r| inserted.contains(&r.id)) {
-            self.created
-                .insert((row.project_id, row.email.to_owned()), row.id);
-        }
-        Ok(())
-    }
-
     /// Inserts the staged events and the outbox rows of those a workflow reacts to
     /// (multi-row statements).
     pub(crate) async fn flush(&self, tx: &mut Tx, now: Millis) -> StoreResult<()> {

@@ -46,6 +46,23 @@ pub async fn allows(
     Ok(allowance(tx, project_id, category, adding, now).await? != Allowance::Over)
 }
 
+/// Whether the project has a monthly cap on `category` (one read, no lock): a batch asks it
+/// before writing anything for requests that must not be refused by the cap afterwards.
+pub async fn capped(tx: &mut Tx, project_id: Uuid, category: Category) -> StoreResult<bool> {
+    Ok(limits_in(tx, project_id).await?.get(category).is_some())
+}
+
+/// The project's caps, read in `tx`.
+async fn limits_in(tx: &mut Tx, project_id: Uuid) -> StoreResult<Limits> {
+    let row: Option<LimitsRow> = db_tx!(tx, |conn| {
+        sqlx::query_as(SELECT_LIMITS)
+            .bind(project_id)
+            .fetch_optional(&mut *conn)
+            .await?
+    });
+    Ok(limits_of(row))
+}
+
 /// [`allows`], telling an uncapped category apart, so a batch checks it once per project.
 pub async fn allowance(
     tx: &mut Tx,
@@ -54,56 +71,46 @@ pub async fn allowance(
     adding: i64,
     now: Millis,
 ) -> StoreResult<Allowance> {
-    let row: Option<LimitsRow> = db_tx!(tx, |conn| {
-        sqlx::query_as(SELECT_LIMITS)
-            .bind(project_id)
-            .fetch_optional(&mut *conn)
-            .await?
-    });
-    let limits = limits_of(row);
+    let limits = limits_in(tx, project_id).await?;
     if limits.get(category).is_none() {
         return Ok(Allowance::Uncapped);
     }
     let (key, ..) = period(now);
-    // On PostgreSQL the month's usage row is created if missing and locked until the commit,
-    // so transactions writing at once (batches of one node, or other nodes) check the cap one
-    // after another and each sees what the others counted. SQLite has one writer.
-    let used: Option<(i64,)> = db_tx_each!(
-        tx,
-        sqlite
-            | conn
-            | {
-                sqlx::query_as(
-                "SELECT count FROM billing_usage WHERE project_id = $1 AND period = $2 AND category = $3",
+    // On PostgreSQL the month's first shard row is created if missing and locked until the
+    // commit, so transactions writing at once (batches of one node, or other nodes) check the
+    // cap one after another; the sum is read after the lock is held, in a statement of its
+    // own (whose snapshot then holds what the transaction before counted). SQLite has one
+    // writer.
+    if tx.dialect() == crate::Dialect::Postgres {
+        db_tx!(tx, |conn| {
+            sqlx::query(
+                "INSERT INTO billing_usage (project_id, period, category, shard, count) \
+                 VALUES ($1, $2, $3, 0, 0) ON CONFLICT (project_id, period, category, shard) \
+                 DO UPDATE SET count = billing_usage.count",
             )
             .bind(project_id)
             .bind(&key)
             .bind(category.as_str())
-            .fetch_optional(&mut *conn)
-            .await?
-            },
-        postgres
-            | conn
-            | {
-                sqlx::query_as(
-                "INSERT INTO billing_usage (project_id, period, category, count) VALUES ($1, $2, $3, 0) \
-                 ON CONFLICT (project_id, period, category) DO UPDATE SET count = billing_usage.count \
-                 RETURNING count",
-            )
-            .bind(project_id)
-            .bind(&key)
-            .bind(category.as_str())
-            .fetch_optional(&mut *conn)
-            .await?
-            },
-    );
-    Ok(
-        if limits.allows(category, used.map_or(0, |u| u.0), adding) {
-            Allowance::Within
-        } else {
-            Allowance::Over
-        },
-    )
+            .execute(&mut *conn)
+            .await?;
+        });
+    }
+    let (used,): (i64,) = db_tx!(tx, |conn| {
+        sqlx::query_as(
+            "SELECT CAST(COALESCE(sum(count), 0) AS BIGINT) FROM billing_usage \
+             WHERE project_id = $1 AND period = $2 AND category = $3",
+        )
+        .bind(project_id)
+        .bind(&key)
+        .bind(category.as_str())
+        .fetch_one(&mut *conn)
+        .await?
+    });
+    Ok(if limits.allows(category, used, adding) {
+        Allowance::Within
+    } else {
+        Allowance::Over
+    })
 }
 
 /// Counts `n` queued messages of `category` in this month.
@@ -118,18 +125,40 @@ pub async fn count(
         return Ok(());
     }
     let (key, ..) = period(now);
-    db_tx!(tx, |conn| {
-        sqlx::query(
-            "INSERT INTO billing_usage (project_id, period, category, count) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (project_id, period, category) DO UPDATE SET count = billing_usage.count + $4",
-        )
-        .bind(project_id)
-        .bind(&key)
-        .bind(category.as_str())
-        .bind(n)
-        .execute(&mut *conn)
-        .await?;
-    });
+    // PostgreSQL: into the writing connection's shard (migration 0038), so concurrent
+    // transactions of an uncapped project do not queue behind one row lock until each other's
+    // commit. A capped project's transactions already queue on the first shard
+    // ([`allowance`]).
+    db_tx_each!(
+        tx,
+        sqlite | conn | {
+            sqlx::query(
+                "INSERT INTO billing_usage (project_id, period, category, count) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, period, category) \
+                     DO UPDATE SET count = billing_usage.count + $4",
+            )
+            .bind(project_id)
+            .bind(&key)
+            .bind(category.as_str())
+            .bind(n)
+            .execute(&mut *conn)
+            .await?;
+        },
+        postgres | conn | {
+            sqlx::query(
+                "INSERT INTO billing_usage (project_id, period, category, shard, count) \
+                     VALUES ($1, $2, $3, pg_backend_pid() % 16, $4) \
+                     ON CONFLICT (project_id, period, category, shard) \
+                     DO UPDATE SET count = billing_usage.count + $4",
+            )
+            .bind(project_id)
+            .bind(&key)
+            .bind(category.as_str())
+            .bind(n)
+            .execute(&mut *conn)
+            .await?;
+        },
+    );
     Ok(())
 }
 
@@ -185,7 +214,8 @@ impl Store {
         let (key, period_start, period_end) = period(now);
         let rows: Vec<(String, i64)> = db_read!(self, |pool| {
             sqlx::query_as(
-                "SELECT category, count FROM billing_usage WHERE project_id = $1 AND period = $2",
+                "SELECT category, CAST(sum(count) AS BIGINT) FROM billing_usage \
+                 WHERE project_id = $1 AND period = $2 GROUP BY category",
             )
             .bind(project_id)
             .bind(&key)

@@ -7,7 +7,7 @@
 //! message references them. The writes of concurrent requests share one transaction (group
 //! commit, see [`super::batch`]); the answer is given only once that transaction committed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use herald_core::billing::Category;
 use herald_core::email::EmailAddress;
@@ -19,8 +19,10 @@ use herald_core::template::{Escape, Template};
 use herald_core::time::Millis;
 use herald_store::billing::Allowance;
 use herald_store::blobs::{self, AttachmentRef};
-use herald_store::contacts::{ContactUpsert, upsert_contact};
+use herald_store::contacts::{Contact, ContactUpsert, upsert_contact};
+use herald_store::contacts_batch::NewContact;
 use herald_store::messages::{self, MessageStatus, NewMessage, SentRecord};
+use herald_store::segment_membership::enqueue_reevaluate;
 use herald_store::{StoreError, StoreResult, Tx, billing, jobs, suppressions};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -285,6 +287,67 @@ impl AcceptRequest {
         self.blobs.iter().map(|b| b.content.len()).sum()
     }
 
+    pub(crate) fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    /// The subscription the request sets on its contacts, if it sets one.
+    pub(crate) fn subscribed(&self) -> Option<bool> {
+        self.subscribed
+    }
+
+    /// Whether the batch may insert this request's new contacts before staging it: nothing
+    /// can refuse it afterwards (no `Idempotency-Key`, no cap on its project's transactional
+    /// mail, as read into `staged`).
+    pub(crate) fn may_insert_ahead(&self, staged: &Staged<'_>) -> bool {
+        self.idempotency_key.is_none()
+            && staged
+                .uncapped
+                .contains(&(self.spec.project_id, Category::Transactional))
+    }
+
+    /// The new contact `email` becomes when this request creates it: what the upsert inserts.
+    pub(crate) fn new_contact<'a>(&self, email: &'a str) -> StoreResult<NewContact<'a>> {
+        let subscribed = self.subscribed.unwrap_or(false);
+        NewContact::new(self.spec.project_id, email, subscribed, &self.data)
+    }
+
+    /// The contact `r` names: the one the batch inserted ahead (its field types and outbox
+    /// row recorded here, as the upsert records them), or the upsert's.
+    async fn contact_of(
+        &self,
+        tx: &mut Tx,
+        staged: &mut Staged<'_>,
+        r: &Recipient,
+        now: Millis,
+    ) -> StoreResult<Contact> {
+        let project_id = self.spec.project_id;
+        let key = (project_id, r.email.as_str().to_owned());
+        if let Some((id, subscribed)) = staged.created.remove(&key) {
+            herald_store::fields::record_types(tx, project_id, &self.data, now).await?;
+            staged.reevaluate.push((project_id, id));
+            let mut data = Map::new();
+            self.data.apply(&mut data);
+            return Ok(Contact {
+                id,
+                email: key.1,
+                subscribed,
+                data,
+                created_at: now,
+                updated_at: now,
+            });
+        }
+        let upsert = ContactUpsert {
+            project_id,
+            email: r.email.as_str(),
+            subscribed: self.subscribed,
+            default_subscribed: false,
+            patch: &self.data,
+            now,
+        };
+        Ok(upsert_contact(tx, &upsert).await?.contact)
+    }
+
     /// Claims the key, stores the blobs, upserts the contacts and renders each message into
     /// `staged` (written by [`Staged::flush`]). An `Idempotency-Key` conflict writes nothing.
     pub(crate) async fn stage<'a>(
@@ -324,24 +387,19 @@ impl AcceptRequest {
         }
         let mut contacts = Vec::with_capacity(self.recipients.len());
         for r in &self.recipients {
-            let out = upsert_contact(
-                tx,
-                &ContactUpsert {
-                    project_id: self.spec.project_id,
-                    email: r.email.as_str(),
-                    subscribed: self.subscribed,
-                    default_subscribed: false,
-                    patch: &self.data,
-                    now,
-                },
-            )
-            .await?;
-            contacts.push(out.contact);
+            contacts.push(self.contact_of(tx, staged, r, now).await?);
         }
-        // Read after the upserts: a flip to subscribed in this request lifted its suppression.
+        // Read after the upserts: a flip to subscribed in this request lifted its suppression
+        // (the batch read them ahead only when no request flips one, `batch_contacts`).
         let emails: Vec<&str> = contacts.iter().map(|c| c.email.as_str()).collect();
-        let mut suppressed =
-            suppressions::suppressed_among(tx, self.spec.project_id, &emails).await?;
+        let mut suppressed = match staged.suppressions.get(&self.spec.project_id) {
+            Some(found) => found
+                .iter()
+                .filter(|(e, _)| emails.contains(&e.as_str()))
+                .cloned()
+                .collect(),
+            None => suppressions::suppressed_among(tx, self.spec.project_id, &emails).await?,
+        };
         let mut accepted = Vec::with_capacity(self.recipients.len());
         for (r, contact) in self.recipients.iter().zip(contacts) {
             let on_list = suppressions::take_reason(&mut suppressed, &contact.email);
@@ -552,7 +610,16 @@ pub(crate) struct Staged<'a> {
     /// one statement per (project, category) instead of one per request.
     usage: Vec<(Uuid, Category, i64)>,
     /// (project, category) pairs read as having no cap in this transaction: not read again.
-    uncapped: HashSet<(Uuid, Category)>,
+    pub(super) uncapped: HashSet<(Uuid, Category)>,
+    /// Contacts the batch inserted before staging its sends (`batch_contacts`), by (project,
+    /// email): id and subscription. Taken by the first request naming them.
+    pub(super) created: HashMap<(Uuid, String), (Uuid, bool)>,
+    /// (project, contact) of the contacts inserted ahead and staged: their segment outbox
+    /// rows, written at the flush.
+    reevaluate: Vec<(Uuid, Uuid)>,
+    /// The suppression list entries among the batch's recipients, by project, when the batch
+    /// read them ahead (`batch_contacts`); a project missing here is read per request.
+    pub(super) suppressions: HashMap<Uuid, Vec<(String, String)>>,
 }
 
 /// How much was staged, to [`Staged::truncate`] back to.
@@ -562,6 +629,7 @@ pub(crate) struct StagedMark {
     refs: usize,
     jobs: usize,
     usage: usize,
+    reevaluate: usize,
 }
 
 impl Staged<'_> {
@@ -572,6 +640,7 @@ impl Staged<'_> {
             refs: self.refs.len(),
             jobs: self.jobs.len(),
             usage: self.usage.len(),
+            reevaluate: self.reevaluate.len(),
         }
     }
 
@@ -581,6 +650,7 @@ impl Staged<'_> {
         self.refs.truncate(mark.refs);
         self.jobs.truncate(mark.jobs);
         self.usage.truncate(mark.usage);
+        self.reevaluate.truncate(mark.reevaluate);
     }
 
     /// Messages of `category` staged for `project` and not counted yet.
@@ -602,6 +672,13 @@ impl Staged<'_> {
         messages::insert_many(tx, &self.rows(now)).await?;
         blobs::add_refs(tx, &self.refs).await?;
         jobs::enqueue_many(tx, SEND_JOB, &self.jobs, now, max_attempts).await?;
+        let mut reevaluate: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
+        for &(project, contact) in &self.reevaluate {
+            reevaluate.entry(project).or_default().push(contact);
+        }
+        for (project, contacts) in reevaluate {
+            enqueue_reevaluate(tx, project, &contacts, now).await?;
+        }
         // One count per (project, category), in the order the batch first staged it.
         for (i, &(project, category, _)) in self.usage.iter().enumerate() {
             let seen = self.usage[..i]

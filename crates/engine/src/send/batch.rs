@@ -18,12 +18,10 @@
 //!   rolls the shared transaction back and the batch is written again with a savepoint per
 //!   request: the failing request is undone and answered with its error, the others commit.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use herald_core::clock::SharedClock;
-use herald_core::ids::Uuid;
 use herald_store::{Dialect, Store, StoreError, Tx};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -91,30 +89,15 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    /// Work done for the whole batch before its requests are staged one by one: the new
-    /// contacts of its track requests, inserted together
-    /// ([`TrackRows::insert_new_contacts`]). A track request takes part only when no earlier
-    /// request of the batch names its (project, email) and it has no `Idempotency-Key`.
-    async fn prepare(&mut self, reqs: &[&Work], tx: &mut Tx, now: i64) -> Result<(), StoreError> {
-        let mut seen: HashSet<(Uuid, &str)> = HashSet::with_capacity(reqs.len());
-        let mut fresh: Vec<&TrackPlan> = Vec::new();
-        for work in reqs {
-            match work {
-                Work::Track(t) => {
-                    let first = seen.insert((t.project_id, t.email.as_str()));
-                    if first && t.idempotency_key.is_none() {
-                        fresh.push(t);
-                    }
-                }
-                Work::Send(r) => {
-                    for recipient in &r.recipients {
-                        seen.insert((r.project_id(), recipient.email.as_str()));
-                    }
-                }
-                Work::Inbound(m) => seen.extend(m.senders()),
-            }
-        }
-        self.tracks.insert_new_contacts(tx, &fresh, now).await
+    /// Work done for the whole batch before its requests are staged one by one: its new
+    /// contacts and its sends' suppression list entries ([`super::batch_contacts`]).
+    async fn prepare(
+        &mut self,
+        reqs: &[&'a Work],
+        tx: &mut Tx,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        super::batch_contacts::prepare(reqs, &mut self.sends, &mut self.tracks, tx, now).await
     }
 
     async fn stage(&mut self, work: &'a Work, tx: &mut Tx, now: i64) -> Answer {

@@ -5,6 +5,7 @@
 
 pub mod accept;
 pub mod batch;
+mod batch_contacts;
 pub mod budget;
 pub mod compose;
 pub mod decorate;
