@@ -22,7 +22,9 @@
 //! DKIM-signed messages of 10 KB to the MX listener with their verdicts (`smtp_inbound.rs`).
 //!
 //! `track` measures `POST /v1/track` with a new contact every request (public key,
-//! `concurrency` in flight): accepted/s and the clients' p50/p99 latency.
+//! `concurrency` in flight): accepted/s and the clients' p50/p99 latency. `track
+//! --concurrent` measures it from outside with wrk, three passes side by side with the perf
+//! baseline's `/sqlite` (or `/postgres` with `--database-url`).
 //!
 //! `segments` counts a two-condition dynamic segment over 1,000,000 contacts on SQLite
 //! (docs/segments.md), without and with an expression index on the `data.` field.
@@ -94,9 +96,10 @@ pub struct Options {
     /// Keys in each contact's `data` (default 4).
     pub fields: usize,
     pub database_url: Option<String>,
-    /// `send` only: measure concurrent acceptance (workers off, then delivering to the outbox).
+    /// `send` and `track`: measure from outside with wrk, side by side with the baseline
+    /// (`send`: workers off, then delivering to the outbox).
     pub concurrent: bool,
-    /// `send --concurrent` only: seconds of each wrk run (default 10).
+    /// `--concurrent` only: seconds of each wrk run (default 10).
     pub seconds: u64,
     /// `send` only: the delivering node's `send_concurrency` and `smtp_max_connections`
     /// (default: the server's defaults).
@@ -286,6 +289,8 @@ async fn run() -> anyhow::Result<()> {
                 count: opts.count,
                 concurrency: opts.concurrency,
                 database_url: opts.database_url.clone(),
+                concurrent: opts.concurrent,
+                seconds: opts.seconds.max(1),
             })
             .await
         }

@@ -21,10 +21,21 @@ use crate::server::{Server, project_keys};
 const TARGET_ACCEPTED_PER_SEC: f64 = 10_500.0;
 const TARGET_P99_MS: f64 = 10.0;
 
+/// The side-by-side targets: issue 9's on SQLite (1.5 x `/sqlite`), issue 35's on
+/// PostgreSQL (1.2 x `/postgres`).
+const SQLITE_TARGET_RATIO: f64 = 1.5;
+const PG_TARGET_RATIO: f64 = 1.2;
+/// Side-by-side passes (baseline, then a fresh node) of `track --concurrent`.
+const PASSES: usize = 3;
+
 pub struct TrackOptions {
     pub count: usize,
     pub concurrency: usize,
     pub database_url: Option<String>,
+    /// From outside with wrk, side by side with the baseline's durable write.
+    pub concurrent: bool,
+    /// `concurrent` only: how long each wrk run lasts.
+    pub seconds: u64,
 }
 
 /// Request `n`: a new address and a realistic `data` object (strings, numbers, a boolean, a
@@ -68,6 +79,9 @@ async fn run_tracks(
 }
 
 pub async fn run(opts: &TrackOptions) -> anyhow::Result<()> {
+    if opts.concurrent {
+        return run_concurrent(opts).await;
+    }
     let server = Server::start_with(opts.database_url.as_deref(), |_| {}).await?;
     println!(
         "Herald track benchmark: {} tracks (a new contact each), concurrency {}, {}",
@@ -103,4 +117,51 @@ pub async fn run(opts: &TrackOptions) -> anyhow::Result<()> {
         percentile(&latencies, 100),
     );
     server.shutdown().await
+}
+
+/// `POST /v1/track` from outside, as issue 9 and issue 35 state their targets: wrk with the
+/// perf harness's `track.lua` (a new contact each request) at `concurrency` connections for
+/// `seconds`, on a fresh node each pass, right after the baseline's durable write at the same
+/// load (`/sqlite`, or `/postgres` on the same PostgreSQL server with `--database-url`), while
+/// nothing of Herald runs. Prints each pass and its ratio.
+async fn run_concurrent(opts: &TrackOptions) -> anyhow::Result<()> {
+    let perf = crate::wrk::perf_dir()?;
+    let pg_url = opts
+        .database_url
+        .as_deref()
+        .filter(|u| u.starts_with("postgres"));
+    let target = if pg_url.is_some() {
+        PG_TARGET_RATIO
+    } else {
+        SQLITE_TARGET_RATIO
+    };
+    let Some(baseline) = crate::wrk::Baseline::start(&perf, pg_url).await? else {
+        anyhow::bail!("track --concurrent measures side by side: build the baseline first");
+    };
+    let (secs, conns) = (opts.seconds, opts.concurrency);
+    for pass in 1..=PASSES {
+        let base = baseline.durable(&perf, secs, conns).await?;
+        let server = Server::start_with(opts.database_url.as_deref(), |_| {}).await?;
+        let (public_key, _) = project_keys(&server).await?;
+        let url = server.url("/v1/track");
+        // Warm up (connections, caches), then measure.
+        crate::wrk::run(&perf, "track.lua", &url, &public_key, 2, conns, &[]).await?;
+        let herald =
+            crate::wrk::run(&perf, "track.lua", &url, &public_key, secs, conns, &[]).await?;
+        let ratio = herald.rps / base.rps;
+        println!(
+            "pass {pass}, wrk {conns} connections {secs} s ({}): baseline {} {:.0}/s (p99 {:.1} ms), \
+             POST /v1/track {:.0}/s (p99 {:.1} ms); ratio {ratio:.2} (target >= {target:.1}) {}",
+            server.engine,
+            baseline.durable_path(),
+            base.rps,
+            base.p99_ms,
+            herald.rps,
+            herald.p99_ms,
+            verdict(ratio >= target)
+        );
+        server.shutdown().await?;
+    }
+    baseline.stop().await;
+    Ok(())
 }
