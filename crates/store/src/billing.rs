@@ -129,36 +129,28 @@ pub async fn count(
     // transactions of an uncapped project do not queue behind one row lock until each other's
     // commit. A capped project's transactions already queue on the first shard
     // ([`allowance`]).
-    db_tx_each!(
-        tx,
-        sqlite | conn | {
-            sqlx::query(
-                "INSERT INTO billing_usage (project_id, period, category, count) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, period, category) \
-                     DO UPDATE SET count = billing_usage.count + $4",
-            )
+    let q = match tx.dialect() {
+        crate::Dialect::Sqlite => {
+            "INSERT INTO billing_usage (project_id, period, category, count) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (project_id, period, category) \
+             DO UPDATE SET count = billing_usage.count + $4"
+        }
+        crate::Dialect::Postgres => {
+            "INSERT INTO billing_usage (project_id, period, category, shard, count) \
+             VALUES ($1, $2, $3, pg_backend_pid() % 16, $4) \
+             ON CONFLICT (project_id, period, category, shard) \
+             DO UPDATE SET count = billing_usage.count + $4"
+        }
+    };
+    db_tx!(tx, |conn| {
+        sqlx::query(q)
             .bind(project_id)
             .bind(&key)
             .bind(category.as_str())
             .bind(n)
             .execute(&mut *conn)
             .await?;
-        },
-        postgres | conn | {
-            sqlx::query(
-                "INSERT INTO billing_usage (project_id, period, category, shard, count) \
-                     VALUES ($1, $2, $3, pg_backend_pid() % 16, $4) \
-                     ON CONFLICT (project_id, period, category, shard) \
-                     DO UPDATE SET count = billing_usage.count + $4",
-            )
-            .bind(project_id)
-            .bind(&key)
-            .bind(category.as_str())
-            .bind(n)
-            .execute(&mut *conn)
-            .await?;
-        },
-    );
+    });
     Ok(())
 }
 
