@@ -20,7 +20,7 @@ use herald_core::time::Millis;
 use std::collections::HashMap;
 
 use herald_store::contacts::{ContactUpsert, upsert_contact};
-use herald_store::segment_membership::enqueue_reevaluate;
+use herald_store::segment_membership::enqueue_reevaluate_each;
 use herald_store::tracked::{NewTrackedEvent, insert_tracked_many};
 use herald_store::{StoreResult, Tx, messages};
 use serde_json::{Map, Value};
@@ -136,17 +136,8 @@ impl TrackRows {
         }
         insert_tracked_many(tx, &self.events).await?;
         // Event conditions of tracked segments may change with the event: their outbox rows.
-        let mut by_project: std::collections::BTreeMap<Uuid, Vec<Uuid>> = Default::default();
-        for e in &self.events {
-            by_project
-                .entry(e.project_id)
-                .or_default()
-                .push(e.contact_id);
-        }
-        for (project_id, contacts) in by_project {
-            enqueue_reevaluate(tx, project_id, &contacts, now).await?;
-        }
-        Ok(())
+        let pairs = self.events.iter().map(|e| (e.project_id, e.contact_id));
+        enqueue_reevaluate_each(tx, pairs, now).await
     }
 }
 

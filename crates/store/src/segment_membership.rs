@@ -150,6 +150,22 @@ pub async fn has_tracked_segments(tx: &mut Tx, project_id: Uuid) -> StoreResult<
     Ok(row.is_some())
 }
 
+/// [`enqueue_reevaluate`] for (project, contact) pairs of any projects: one call per project.
+pub async fn enqueue_reevaluate_each(
+    tx: &mut Tx,
+    pairs: impl IntoIterator<Item = (Uuid, Uuid)>,
+    now: Millis,
+) -> StoreResult<()> {
+    let mut by_project: std::collections::BTreeMap<Uuid, Vec<Uuid>> = Default::default();
+    for (project, contact) in pairs {
+        by_project.entry(project).or_default().push(contact);
+    }
+    for (project, contacts) in by_project {
+        enqueue_reevaluate(tx, project, &contacts, now).await?;
+    }
+    Ok(())
+}
+
 /// Enqueues [`REEVALUATE_JOB`] for the contacts (in `tx`, the outbox of their change) when the
 /// project tracks a segment; nothing otherwise.
 pub async fn enqueue_reevaluate(

@@ -7,7 +7,7 @@
 //! message references them. The writes of concurrent requests share one transaction (group
 //! commit, see [`super::batch`]); the answer is given only once that transaction committed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use herald_core::billing::Category;
 use herald_core::email::EmailAddress;
@@ -22,7 +22,7 @@ use herald_store::blobs::{self, AttachmentRef};
 use herald_store::contacts::{Contact, ContactUpsert, upsert_contact};
 use herald_store::contacts_batch::NewContact;
 use herald_store::messages::{self, MessageStatus, NewMessage, SentRecord};
-use herald_store::segment_membership::enqueue_reevaluate;
+use herald_store::segment_membership::enqueue_reevaluate_each;
 use herald_store::{StoreError, StoreResult, Tx, billing, jobs, suppressions};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -672,13 +672,7 @@ impl Staged<'_> {
         messages::insert_many(tx, &self.rows(now)).await?;
         blobs::add_refs(tx, &self.refs).await?;
         jobs::enqueue_many(tx, SEND_JOB, &self.jobs, now, max_attempts).await?;
-        let mut reevaluate: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
-        for &(project, contact) in &self.reevaluate {
-            reevaluate.entry(project).or_default().push(contact);
-        }
-        for (project, contacts) in reevaluate {
-            enqueue_reevaluate(tx, project, &contacts, now).await?;
-        }
+        enqueue_reevaluate_each(tx, self.reevaluate.iter().copied(), now).await?;
         // One count per (project, category), in the order the batch first staged it.
         for (i, &(project, category, _)) in self.usage.iter().enumerate() {
             let seen = self.usage[..i]
