@@ -244,29 +244,7 @@ pub async fn insert_new_many<'a, C: std::borrow::Borrow<NewContact<'a>>>(
 ) -> StoreResult<HashSet<Uuid>> {
     let mut inserted = HashSet::with_capacity(rows.len());
     for chunk in rows.chunks(INSERT_CHUNK) {
-        // Every value bound per row, in column order: id, project, email, subscribed, data,
-        // created_at, updated_at.
-        let q = format!(
-            "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
-             VALUES {} ON CONFLICT (project_id, email) DO NOTHING",
-            crate::engine::value_rows(chunk.len(), 7, 1)
-        );
-        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-        let n = db_tx!(tx, |conn| {
-            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
-            for row in chunk {
-                let row = row.borrow();
-                query = query
-                    .bind(row.id)
-                    .bind(row.project_id)
-                    .bind(row.email)
-                    .bind(row.subscribed)
-                    .bind(Json(&*row.data))
-                    .bind(now)
-                    .bind(now);
-            }
-            query.execute(&mut *conn).await?.rows_affected()
-        });
+        let n = insert_chunk(tx, chunk, now).await?;
         let ids = chunk.iter().map(|r| r.borrow().id);
         if n == chunk.len() as u64 {
             inserted.extend(ids);
@@ -278,6 +256,68 @@ pub async fn insert_new_many<'a, C: std::borrow::Borrow<NewContact<'a>>>(
         }
     }
     Ok(inserted)
+}
+
+/// Inserts one chunk of new contacts; the number inserted (the others' emails existed).
+///
+/// On PostgreSQL the rows travel as one array per column through `UNNEST`, so the statement's
+/// text is the same whatever the number of rows: the connection keeps one prepared statement
+/// for it, where a multi-row `VALUES` had one text per row count and was parsed and planned
+/// again whenever its text had left the connection's small statement cache (issue 35). SQLite
+/// keeps the multi-row `VALUES` (no arrays; its statements are prepared in-process).
+async fn insert_chunk<'a, C: std::borrow::Borrow<NewContact<'a>>>(
+    tx: &mut Tx,
+    chunk: &[C],
+    now: Millis,
+) -> StoreResult<u64> {
+    let rows = || chunk.iter().map(std::borrow::Borrow::borrow);
+    Ok(db_tx_each!(
+        tx,
+        sqlite
+            | conn
+            | {
+                // Every value bound per row, in column order: id, project, email, subscribed, data,
+                // created_at, updated_at.
+                let q = format!(
+                    "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
+                 VALUES {} ON CONFLICT (project_id, email) DO NOTHING",
+                    crate::engine::value_rows(chunk.len(), 7, 1)
+                );
+                let q = crate::engine::binds_for(crate::Dialect::Sqlite, &q).into_owned();
+                let mut query = sqlx::query(AssertSqlSafe(q));
+                for row in rows() {
+                    query = query
+                        .bind(row.id)
+                        .bind(row.project_id)
+                        .bind(row.email)
+                        .bind(row.subscribed)
+                        .bind(Json(&*row.data))
+                        .bind(now)
+                        .bind(now);
+                }
+                query.execute(&mut *conn).await?.rows_affected()
+            },
+        postgres
+            | conn
+            | {
+                sqlx::query(
+                "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) \
+                 SELECT id, project_id, email, subscribed, data, $6, $6 \
+                 FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::jsonb[]) \
+                   AS r(id, project_id, email, subscribed, data) \
+                 ON CONFLICT (project_id, email) DO NOTHING",
+            )
+            .bind(rows().map(|r| r.id).collect::<Vec<_>>())
+            .bind(rows().map(|r| r.project_id).collect::<Vec<_>>())
+            .bind(rows().map(|r| r.email).collect::<Vec<_>>())
+            .bind(rows().map(|r| r.subscribed).collect::<Vec<_>>())
+            .bind(rows().map(|r| Json(&*r.data)).collect::<Vec<_>>())
+            .bind(now)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+            },
+    ))
 }
 
 /// Which of `ids` are contacts' ids.

@@ -443,42 +443,69 @@ pub async fn enqueue_many(
 ) -> StoreResult<Vec<Uuid>> {
     tx.jobs_queued = true;
     let ids: Vec<Uuid> = jobs.iter().map(|_| new_id()).collect();
-    for (chunk, chunk_ids) in jobs.chunks(200).zip(ids.chunks(200)) {
-        // Every value bound per row, in text order, so SQLite binds them anonymously
-        // (`engine::binds_for`): id, project, kind, payload, run_at, max_attempts, created_at,
-        // updated_at.
-        let rows: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let b = 1 + 8 * i;
-                let p: Vec<String> = (b..b + 8).map(|n| format!("${n}")).collect();
-                format!(
-                    "({}, {}, {}, {}, 'waiting', {}, {}, {}, {})",
-                    p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
-                )
-            })
-            .collect();
-        let q = format!(
-            "INSERT INTO jobs (id, project_id, kind, payload, state, run_at, max_attempts, created_at, updated_at) \
-             VALUES {}",
-            rows.join(", ")
-        );
-        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-        db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(q.as_str()));
-            for ((project_id, payload), id) in chunk.iter().zip(chunk_ids) {
-                query = query
-                    .bind(*id)
-                    .bind(*project_id)
-                    .bind(kind)
-                    .bind(Json(payload))
-                    .bind(run_at)
-                    .bind(max_attempts)
-                    .bind(run_at)
-                    .bind(run_at);
-            }
-            query.execute(&mut *conn).await?;
-        });
+    if jobs.is_empty() {
+        return Ok(ids);
     }
+    db_tx_each!(
+        tx,
+        sqlite
+            | conn
+            | {
+                for (chunk, chunk_ids) in jobs.chunks(200).zip(ids.chunks(200)) {
+                    // Every value bound per row, in text order, so SQLite binds them anonymously
+                    // (`engine::binds_for`): id, project, kind, payload, run_at, max_attempts,
+                    // created_at, updated_at.
+                    let rows: Vec<String> = (0..chunk.len())
+                        .map(|i| {
+                            let b = 1 + 8 * i;
+                            let p: Vec<String> = (b..b + 8).map(|n| format!("${n}")).collect();
+                            format!(
+                                "({}, {}, {}, {}, 'waiting', {}, {}, {}, {})",
+                                p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+                            )
+                        })
+                        .collect();
+                    let q = format!(
+                        "INSERT INTO jobs (id, project_id, kind, payload, state, run_at, max_attempts, created_at, updated_at) \
+                     VALUES {}",
+                        rows.join(", ")
+                    );
+                    let q = crate::engine::binds_for(crate::Dialect::Sqlite, &q).into_owned();
+                    let mut query = sqlx::query(sqlx::AssertSqlSafe(q));
+                    for ((project_id, payload), id) in chunk.iter().zip(chunk_ids) {
+                        query = query
+                            .bind(*id)
+                            .bind(*project_id)
+                            .bind(kind)
+                            .bind(Json(payload))
+                            .bind(run_at)
+                            .bind(max_attempts)
+                            .bind(run_at)
+                            .bind(run_at);
+                    }
+                    query.execute(&mut *conn).await?;
+                }
+            },
+        // One array per column through `UNNEST`: one statement text whatever the number of
+        // jobs, so the connection keeps it prepared (`contacts_batch::insert_chunk`).
+        postgres
+            | conn
+            | {
+                sqlx::query(
+                "INSERT INTO jobs (id, project_id, kind, payload, state, run_at, max_attempts, created_at, updated_at) \
+                 SELECT id, project_id, $3, payload, 'waiting', $4, $5, $4, $4 \
+                 FROM UNNEST($1::uuid[], $2::uuid[], $6::jsonb[]) AS r(id, project_id, payload)",
+            )
+            .bind(&ids)
+            .bind(jobs.iter().map(|(p, _)| *p).collect::<Vec<_>>())
+            .bind(kind)
+            .bind(run_at)
+            .bind(max_attempts)
+            .bind(jobs.iter().map(|(_, payload)| Json(payload)).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await?;
+            },
+    );
     Ok(ids)
 }
 

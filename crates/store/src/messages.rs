@@ -173,21 +173,74 @@ macro_rules! bind_new {
 
 /// Inserts many messages in multi-row statements (the group commit of acceptance), with the
 /// history of those not created PENDING.
+///
+/// On PostgreSQL the rows travel as one array per column through `UNNEST`: one statement text
+/// whatever the number of messages, so the connection keeps it prepared (multi-row `VALUES`
+/// had a text per row count, parsed and planned again once out of the connection's statement
+/// cache; `contacts_batch::insert_chunk`).
 pub async fn insert_many(tx: &mut Tx, all: &[NewMessage<'_>]) -> StoreResult<()> {
-    for chunk in all.chunks(100) {
-        let q = format!(
-            "INSERT INTO messages ({INSERT_COLUMNS}) VALUES {}",
-            value_rows(chunk.len(), 21, 1)
-        );
-        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-        db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
-            for m in chunk {
-                query = bind_new!(query, m);
-            }
-            query.execute(&mut *conn).await?;
-        });
+    if all.is_empty() {
+        return Ok(());
     }
+    db_tx_each!(
+        tx,
+        sqlite | conn | {
+            for chunk in all.chunks(100) {
+                let q = format!(
+                    "INSERT INTO messages ({INSERT_COLUMNS}) VALUES {}",
+                    value_rows(chunk.len(), 21, 1)
+                );
+                let q = crate::engine::binds_for(crate::Dialect::Sqlite, &q).into_owned();
+                let mut query = sqlx::query(AssertSqlSafe(q));
+                for m in chunk {
+                    query = bind_new!(query, m);
+                }
+                query.execute(&mut *conn).await?;
+            }
+        },
+        postgres
+            | conn
+            | {
+                sqlx::query(
+                "INSERT INTO messages (id, project_id, contact_id, template_id, campaign_id, \
+                   source, status, from_email, from_name, reply_to, to_email, to_name, subject, \
+                   html, headers, attachments, message_id_header, simulated, created_at, \
+                   updated_at, template_type) \
+                 SELECT id, project_id, contact_id, template_id, campaign_id, source, status, \
+                   from_email, from_name, reply_to, to_email, to_name, subject, html, headers, \
+                   attachments, message_id_header, simulated, created_at, created_at, template_type \
+                 FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], \
+                   $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
+                   $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::jsonb[], $17::text[], \
+                   $18::bool[], $19::int8[], $20::text[]) \
+                   AS r(id, project_id, contact_id, template_id, campaign_id, source, status, \
+                   from_email, from_name, reply_to, to_email, to_name, subject, html, headers, \
+                   attachments, message_id_header, simulated, created_at, template_type)",
+            )
+            .bind(all.iter().map(|m| m.id).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.project_id).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.contact_id).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.template_id).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.campaign_id).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.source).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.status.as_str()).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.from_email).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.from_name).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.reply_to).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.to_email).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.to_name).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.subject).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.html).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| Json(m.headers)).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| Json(m.attachments)).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.message_id_header).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.simulated).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.now).collect::<Vec<_>>())
+            .bind(all.iter().map(|m| m.template_type.as_str()).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await?;
+            },
+    );
     for m in all.iter().filter(|m| m.status != MessageStatus::Pending) {
         add_history(tx, m.id, m.status, m.detail, m.now).await?;
     }

@@ -53,40 +53,61 @@ pub async fn insert_tracked_many(tx: &mut Tx, events: &[NewTrackedEvent]) -> Sto
     Ok(())
 }
 
+/// On PostgreSQL one array per column through `UNNEST`: one statement text whatever the
+/// number of events, so it stays prepared (as `contacts_batch`'s insert of new contacts).
+/// SQLite takes multi-row `VALUES` of 200 rows at most.
 async fn insert_rows(tx: &mut Tx, events: &[NewTrackedEvent]) -> StoreResult<()> {
-    for chunk in events.chunks(200) {
-        let rows: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                let b = 1 + 6 * i;
-                format!(
-                    "(${b}, ${}, ${}, ${}, ${}, ${}, TRUE)",
-                    b + 1,
-                    b + 2,
-                    b + 3,
-                    b + 4,
-                    b + 5
-                )
-            })
-            .collect();
-        let q = format!(
-            "INSERT INTO events (id, project_id, contact_id, name, data, created_at, tracked) VALUES {}",
-            rows.join(", ")
-        );
-        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-        db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
-            for e in chunk {
-                query = query
-                    .bind(e.id)
-                    .bind(e.project_id)
-                    .bind(e.contact_id)
-                    .bind(&e.name)
-                    .bind(Json(&e.data))
-                    .bind(e.created_at);
-            }
-            query.execute(&mut *conn).await?;
-        });
-    }
+    db_tx_each!(
+        tx,
+        sqlite
+            | conn
+            | {
+                for chunk in events.chunks(200) {
+                    let rows: Vec<String> = (0..chunk.len())
+                        .map(|i| {
+                            let b = 1 + 6 * i;
+                            let (c, d, e, f, g) = (b + 1, b + 2, b + 3, b + 4, b + 5);
+                            format!("(${b}, ${c}, ${d}, ${e}, ${f}, ${g}, TRUE)")
+                        })
+                        .collect();
+                    let q = format!(
+                        "INSERT INTO events (id, project_id, contact_id, name, data, created_at, tracked) \
+                     VALUES {}",
+                        rows.join(", ")
+                    );
+                    let q = crate::engine::binds_for(crate::Dialect::Sqlite, &q).into_owned();
+                    let mut query = sqlx::query(AssertSqlSafe(q));
+                    for e in chunk {
+                        query = query
+                            .bind(e.id)
+                            .bind(e.project_id)
+                            .bind(e.contact_id)
+                            .bind(&e.name)
+                            .bind(Json(&e.data))
+                            .bind(e.created_at);
+                    }
+                    query.execute(&mut *conn).await?;
+                }
+            },
+        postgres
+            | conn
+            | {
+                sqlx::query(
+                "INSERT INTO events (id, project_id, contact_id, name, data, created_at, tracked) \
+                 SELECT id, project_id, contact_id, name, data, created_at, TRUE \
+                 FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], $6::int8[]) \
+                   AS r(id, project_id, contact_id, name, data, created_at)",
+            )
+            .bind(events.iter().map(|e| e.id).collect::<Vec<_>>())
+            .bind(events.iter().map(|e| e.project_id).collect::<Vec<_>>())
+            .bind(events.iter().map(|e| e.contact_id).collect::<Vec<_>>())
+            .bind(events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>())
+            .bind(events.iter().map(|e| Json(&e.data)).collect::<Vec<_>>())
+            .bind(events.iter().map(|e| e.created_at).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await?;
+            },
+    );
     Ok(())
 }
 
