@@ -413,23 +413,41 @@ fn id_token_pairs(n: usize, first: usize) -> String {
 /// Completes (deletes) the jobs whose `(id, token)` still hold their lease, inside the
 /// transaction of their effects; returns the ids acked (the others were taken over).
 pub async fn complete_many(tx: &mut Tx, held: &[(Uuid, Uuid)]) -> StoreResult<Vec<Uuid>> {
-    let mut acked = Vec::with_capacity(held.len());
-    for chunk in held.chunks(100) {
-        let q = format!(
-            "DELETE FROM jobs WHERE {} RETURNING id",
-            id_token_pairs(chunk.len(), 1)
-        );
-        let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-        let rows: Vec<(Uuid,)> = db_tx!(&mut *tx, |conn| {
-            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(q.as_str()));
-            for (id, token) in chunk {
-                query = query.bind(*id).bind(*token);
-            }
-            query.fetch_all(&mut *conn).await?
-        });
-        acked.extend(rows.into_iter().map(|(id,)| id));
+    if held.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(acked)
+    let rows: Vec<(Uuid,)> = db_tx_each!(
+        tx,
+        sqlite | conn | {
+            let mut rows: Vec<(Uuid,)> = Vec::with_capacity(held.len());
+            for chunk in held.chunks(100) {
+                let q = format!(
+                    "DELETE FROM jobs WHERE {} RETURNING id",
+                    id_token_pairs(chunk.len(), 1)
+                );
+                let q = crate::engine::binds_for(Dialect::Sqlite, &q).into_owned();
+                let mut query = sqlx::query_as::<_, (Uuid,)>(sqlx::AssertSqlSafe(q));
+                for (id, token) in chunk {
+                    query = query.bind(*id).bind(*token);
+                }
+                rows.extend(query.fetch_all(&mut *conn).await?);
+            }
+            rows
+        },
+        // The pairs as two arrays: one statement text whatever their number, kept prepared
+        // (`contacts_batch::insert_chunk`).
+        postgres | conn | {
+            sqlx::query_as(
+                "DELETE FROM jobs j USING UNNEST($1::uuid[], $2::uuid[]) AS h(id, token) \
+                 WHERE j.id = h.id AND j.lease_token = h.token RETURNING j.id",
+            )
+            .bind(held.iter().map(|(id, _)| *id).collect::<Vec<_>>())
+            .bind(held.iter().map(|(_, token)| *token).collect::<Vec<_>>())
+            .fetch_all(&mut *conn)
+            .await?
+        },
+    );
+    Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
 /// Enqueues many jobs of one kind in multi-row statements (the group commit of acceptance):

@@ -530,19 +530,33 @@ async fn mark_sent(tx: &mut Tx, acked: &[&SentRecord<'_>], now: Millis) -> Store
     if acked.is_empty() {
         return Ok(Vec::new());
     }
-    let q = format!(
-        "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, attempts = attempts + 1 \
-         WHERE id IN ({}) AND {} RETURNING id, project_id",
-        crate::engine::placeholder_list(acked.len(), 2),
-        movable_to(MessageStatus::Sent)
+    let set = "UPDATE messages SET status = 'SENT', sent_at = $1, updated_at = $1, \
+               attempts = attempts + 1";
+    let movable = movable_to(MessageStatus::Sent);
+    let moved: Vec<(Uuid, Uuid)> = db_tx_each!(
+        &mut *tx,
+        sqlite | conn | {
+            let q = format!(
+                "{set} WHERE id IN ({}) AND {movable} RETURNING id, project_id",
+                crate::engine::placeholder_list(acked.len(), 2),
+            );
+            let mut query = sqlx::query_as(AssertSqlSafe(q)).bind(now);
+            for s in acked {
+                query = query.bind(s.message_id);
+            }
+            query.fetch_all(&mut *conn).await?
+        },
+        // The ids as one array: one statement text whatever their number (kept prepared).
+        postgres | conn | {
+            let q =
+                format!("{set} WHERE id = ANY($2::uuid[]) AND {movable} RETURNING id, project_id");
+            sqlx::query_as(AssertSqlSafe(q))
+                .bind(now)
+                .bind(acked.iter().map(|s| s.message_id).collect::<Vec<_>>())
+                .fetch_all(&mut *conn)
+                .await?
+        },
     );
-    let moved: Vec<(Uuid, Uuid)> = db_tx!(&mut *tx, |conn| {
-        let mut query = sqlx::query_as(AssertSqlSafe(q.as_str())).bind(now);
-        for s in acked {
-            query = query.bind(s.message_id);
-        }
-        query.fetch_all(&mut *conn).await?
-    });
     let projects: std::collections::HashMap<Uuid, Uuid> = moved.into_iter().collect();
     let moved: Vec<&SentRecord<'_>> = acked
         .iter()
@@ -571,23 +585,42 @@ async fn insert_sent_history(
         }
         history.push((s.message_id, MessageStatus::Sent, Some(s.reply), now));
     }
-    let q = format!(
-        "INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES {}",
-        value_rows(history.len(), 5, 1)
+    db_tx_each!(
+        &mut *tx,
+        sqlite
+            | conn
+            | {
+                let q = format!(
+                    "INSERT INTO message_history (id, message_id, status, detail, created_at) VALUES {}",
+                    value_rows(history.len(), 5, 1)
+                );
+                let q = crate::engine::binds_for(crate::Dialect::Sqlite, &q).into_owned();
+                let mut query = sqlx::query(AssertSqlSafe(q));
+                for (message_id, status, detail, at) in &history {
+                    query = query
+                        .bind(new_id())
+                        .bind(*message_id)
+                        .bind(status.as_str())
+                        .bind(*detail)
+                        .bind(*at);
+                }
+                query.execute(&mut *conn).await?;
+            },
+        // One array per column: one statement text whatever the number of rows.
+        postgres | conn | {
+            sqlx::query(
+                "INSERT INTO message_history (id, message_id, status, detail, created_at) \
+                 SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[])",
+            )
+            .bind(history.iter().map(|_| new_id()).collect::<Vec<_>>())
+            .bind(history.iter().map(|h| h.0).collect::<Vec<_>>())
+            .bind(history.iter().map(|h| h.1.as_str()).collect::<Vec<_>>())
+            .bind(history.iter().map(|h| h.2).collect::<Vec<_>>())
+            .bind(history.iter().map(|h| h.3).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await?;
+        },
     );
-    let q = crate::engine::binds_for(tx.dialect(), &q).into_owned();
-    db_tx!(&mut *tx, |conn| {
-        let mut query = sqlx::query(AssertSqlSafe(q.as_str()));
-        for (message_id, status, detail, at) in &history {
-            query = query
-                .bind(new_id())
-                .bind(*message_id)
-                .bind(status.as_str())
-                .bind(*detail)
-                .bind(*at);
-        }
-        query.execute(&mut *conn).await?;
-    });
     Ok(())
 }
 
@@ -601,23 +634,45 @@ async fn insert_sent_events(
     now: Millis,
 ) -> StoreResult<()> {
     let ids: Vec<Uuid> = moved.iter().map(|_| new_id()).collect();
-    let q = format!(
-        "WITH v(id, message_id, data) AS (VALUES {}) \
-         INSERT INTO events (id, project_id, contact_id, message_id, campaign_id, name, data, created_at) \
-         SELECT v.id, m.project_id, m.contact_id, m.id, m.campaign_id, 'email.sent', v.data, $1 \
-         FROM v JOIN messages m ON m.id = v.message_id \
-         WHERE m.contact_id IS NOT NULL",
-        value_rows(moved.len(), 3, 2)
+    let data: Vec<Value> = moved
+        .iter()
+        .map(|s| {
+            serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,
+                "templateId": s.template_id.map(|t| t.to_string())})
+        })
+        .collect();
+    let insert = "INSERT INTO events (id, project_id, contact_id, message_id, campaign_id, name, data, created_at) \
+         SELECT v.id, m.project_id, m.contact_id, m.id, m.campaign_id, 'email.sent', v.data, $1";
+    let join = "JOIN messages m ON m.id = v.message_id WHERE m.contact_id IS NOT NULL";
+    db_tx_each!(
+        &mut *tx,
+        sqlite | conn | {
+            let q = format!(
+                "WITH v(id, message_id, data) AS (VALUES {}) {insert} FROM v {join}",
+                value_rows(moved.len(), 3, 2)
+            );
+            let mut query = sqlx::query(AssertSqlSafe(q)).bind(now);
+            for ((s, id), data) in moved.iter().zip(&ids).zip(&data) {
+                query = query.bind(*id).bind(s.message_id).bind(Json(data));
+            }
+            query.execute(&mut *conn).await?;
+        },
+        // One array per column: one statement text whatever the number of rows.
+        postgres
+            | conn
+            | {
+                let q = format!(
+                    "{insert} FROM UNNEST($2::uuid[], $3::uuid[], $4::jsonb[]) AS v(id, message_id, data) {join}"
+                );
+                sqlx::query(AssertSqlSafe(q))
+                    .bind(now)
+                    .bind(&ids)
+                    .bind(moved.iter().map(|s| s.message_id).collect::<Vec<_>>())
+                    .bind(data.iter().map(Json).collect::<Vec<_>>())
+                    .execute(&mut *conn)
+                    .await?;
+            },
     );
-    db_tx!(&mut *tx, |conn| {
-        let mut query = sqlx::query(AssertSqlSafe(q.as_str())).bind(now);
-        for (s, id) in moved.iter().zip(&ids) {
-            let data = serde_json::json!({"messageId": s.message_id.to_string(), "subject": s.subject,
-                "templateId": s.template_id.map(|t| t.to_string())});
-            query = query.bind(*id).bind(s.message_id).bind(Json(data));
-        }
-        query.execute(&mut *conn).await?;
-    });
     // Workflows reacting to `email.sent` get their outbox rows (an event not inserted, its
     // contact gone, is skipped by the dispatch).
     let mut by_project: std::collections::BTreeMap<Uuid, Vec<EventRef<'_>>> = Default::default();
