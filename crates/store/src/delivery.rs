@@ -55,26 +55,40 @@ impl Store {
             .map(|c| format!("m.{}", c.trim()))
             .collect::<Vec<_>>()
             .join(", ");
-        let placeholders = crate::engine::placeholder_list(ids.len(), 1);
         let locale = sql(
             self.dialect(),
             "CASE WHEN json_type(c.data, '$.locale') = 'text' THEN json_extract(c.data, '$.locale') END",
             "CASE WHEN jsonb_typeof(c.data -> 'locale') = 'string' THEN c.data ->> 'locale' END",
         );
-        let q = format!(
+        let select = format!(
             "SELECT {columns}, p.tracking AS ctx_tracking, p.language AS ctx_language, \
              {locale} AS ctx_locale \
              FROM messages m LEFT JOIN projects p ON p.id = m.project_id \
-             LEFT JOIN contacts c ON c.project_id = m.project_id AND c.id = m.contact_id \
-             WHERE m.id IN ({placeholders})"
+             LEFT JOIN contacts c ON c.project_id = m.project_id AND c.id = m.contact_id"
         );
-        let rows: Vec<Row> = db_read!(self, |pool| {
-            let mut query = sqlx::query_as(AssertSqlSafe(q.as_str()));
-            for id in ids {
-                query = query.bind(*id);
-            }
-            query.fetch_all(pool).await?
-        });
+        let rows: Vec<Row> = db_read_each!(
+            self,
+            sqlite | pool | {
+                let q = format!(
+                    "{select} WHERE m.id IN ({})",
+                    crate::engine::placeholder_list(ids.len(), 1)
+                );
+                let mut query = sqlx::query_as(AssertSqlSafe(q));
+                for id in ids {
+                    query = query.bind(*id);
+                }
+                query.fetch_all(pool).await?
+            },
+            // The ids as one array: one statement text whatever their number (kept prepared).
+            postgres | pool | {
+                sqlx::query_as(AssertSqlSafe(format!(
+                    "{select} WHERE m.id = ANY($1::uuid[])"
+                )))
+                .bind(ids)
+                .fetch_all(pool)
+                .await?
+            },
+        );
         let mut out = HashMap::with_capacity(rows.len());
         for row in rows {
             let message = row.message;
