@@ -15,6 +15,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::types::Json;
 
 use crate::contacts::{COLUMNS, Contact, ContactRow, ContactUpdate, ContactUpsert, apply_update};
+use crate::engine::column;
 use crate::{Dialect, StoreError, StoreResult, Tx};
 
 /// One row of a batch upsert; emails are validated, normalised and unique within a batch.
@@ -270,7 +271,7 @@ async fn insert_chunk<'a, C: std::borrow::Borrow<NewContact<'a>>>(
     chunk: &[C],
     now: Millis,
 ) -> StoreResult<u64> {
-    let rows = || chunk.iter().map(std::borrow::Borrow::borrow);
+    let rows: Vec<&NewContact<'a>> = chunk.iter().map(std::borrow::Borrow::borrow).collect();
     Ok(db_tx_each!(
         tx,
         sqlite
@@ -285,7 +286,7 @@ async fn insert_chunk<'a, C: std::borrow::Borrow<NewContact<'a>>>(
                 );
                 let q = crate::engine::binds_for(crate::Dialect::Sqlite, &q).into_owned();
                 let mut query = sqlx::query(AssertSqlSafe(q));
-                for row in rows() {
+                for row in &rows {
                     query = query
                         .bind(row.id)
                         .bind(row.project_id)
@@ -307,11 +308,11 @@ async fn insert_chunk<'a, C: std::borrow::Borrow<NewContact<'a>>>(
                    AS r(id, project_id, email, subscribed, data) \
                  ON CONFLICT (project_id, email) DO NOTHING",
             )
-            .bind(rows().map(|r| r.id).collect::<Vec<_>>())
-            .bind(rows().map(|r| r.project_id).collect::<Vec<_>>())
-            .bind(rows().map(|r| r.email).collect::<Vec<_>>())
-            .bind(rows().map(|r| r.subscribed).collect::<Vec<_>>())
-            .bind(rows().map(|r| Json(&*r.data)).collect::<Vec<_>>())
+            .bind(column(&rows, |r| r.id))
+            .bind(column(&rows, |r| r.project_id))
+            .bind(column(&rows, |r| r.email))
+            .bind(column(&rows, |r| r.subscribed))
+            .bind(column(&rows, |r| Json(&*r.data)))
             .bind(now)
             .execute(&mut *conn)
             .await?

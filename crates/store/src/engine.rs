@@ -435,6 +435,13 @@ pub(crate) fn value_rows(rows: usize, width: usize, first: usize) -> String {
     out
 }
 
+/// One column of `rows` as an array to bind on PostgreSQL (`UNNEST($1::uuid[], ...)`, `= ANY`):
+/// a batch statement's text then stays the same whatever its number of rows
+/// (docs/architecture.md "Batch inserts on PostgreSQL go through `UNNEST`").
+pub(crate) fn column<'a, T, R>(rows: &'a [T], value: impl Fn(&'a T) -> R) -> Vec<R> {
+    rows.iter().map(value).collect()
+}
+
 /// Placeholders `$a, $b, ...`: `n` of them numbered from `first`, for `IN (...)` lists.
 pub(crate) fn placeholder_list(n: usize, first: usize) -> String {
     let mut out = String::with_capacity(n * 8);

@@ -17,7 +17,7 @@ use serde_json::Value;
 use sqlx::FromRow;
 use sqlx::types::Json;
 
-use crate::engine::{Dialect, sql};
+use crate::engine::{Dialect, column, sql};
 use crate::{Store, StoreResult, Tx};
 
 /// How a renewal of leases treats a job row locked by a transaction in progress
@@ -441,8 +441,8 @@ pub async fn complete_many(tx: &mut Tx, held: &[(Uuid, Uuid)]) -> StoreResult<Ve
                 "DELETE FROM jobs j USING UNNEST($1::uuid[], $2::uuid[]) AS h(id, token) \
                  WHERE j.id = h.id AND j.lease_token = h.token RETURNING j.id",
             )
-            .bind(held.iter().map(|(id, _)| *id).collect::<Vec<_>>())
-            .bind(held.iter().map(|(_, token)| *token).collect::<Vec<_>>())
+            .bind(column(held, |(id, _)| *id))
+            .bind(column(held, |(_, token)| *token))
             .fetch_all(&mut *conn)
             .await?
         },
@@ -515,11 +515,11 @@ pub async fn enqueue_many(
                  FROM UNNEST($1::uuid[], $2::uuid[], $6::jsonb[]) AS r(id, project_id, payload)",
             )
             .bind(&ids)
-            .bind(jobs.iter().map(|(p, _)| *p).collect::<Vec<_>>())
+            .bind(column(jobs, |(p, _)| *p))
             .bind(kind)
             .bind(run_at)
             .bind(max_attempts)
-            .bind(jobs.iter().map(|(_, payload)| Json(payload)).collect::<Vec<_>>())
+            .bind(column(jobs, |(_, payload)| Json(payload)))
             .execute(&mut *conn)
             .await?;
             },

@@ -13,7 +13,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
-use crate::engine::value_rows;
+use crate::engine::{column, value_rows};
 use crate::workflows::run::{EventRef, enqueue_dispatch};
 use crate::{Store, StoreResult, Tx};
 
@@ -217,26 +217,26 @@ pub async fn insert_many(tx: &mut Tx, all: &[NewMessage<'_>]) -> StoreResult<()>
                    from_email, from_name, reply_to, to_email, to_name, subject, html, headers, \
                    attachments, message_id_header, simulated, created_at, template_type)",
             )
-            .bind(all.iter().map(|m| m.id).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.project_id).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.contact_id).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.template_id).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.campaign_id).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.source).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.status.as_str()).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.from_email).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.from_name).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.reply_to).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.to_email).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.to_name).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.subject).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.html).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| Json(m.headers)).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| Json(m.attachments)).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.message_id_header).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.simulated).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.now).collect::<Vec<_>>())
-            .bind(all.iter().map(|m| m.template_type.as_str()).collect::<Vec<_>>())
+            .bind(column(all, |m| m.id))
+            .bind(column(all, |m| m.project_id))
+            .bind(column(all, |m| m.contact_id))
+            .bind(column(all, |m| m.template_id))
+            .bind(column(all, |m| m.campaign_id))
+            .bind(column(all, |m| m.source))
+            .bind(column(all, |m| m.status.as_str()))
+            .bind(column(all, |m| m.from_email))
+            .bind(column(all, |m| m.from_name))
+            .bind(column(all, |m| m.reply_to))
+            .bind(column(all, |m| m.to_email))
+            .bind(column(all, |m| m.to_name))
+            .bind(column(all, |m| m.subject))
+            .bind(column(all, |m| m.html))
+            .bind(column(all, |m| Json(m.headers)))
+            .bind(column(all, |m| Json(m.attachments)))
+            .bind(column(all, |m| m.message_id_header))
+            .bind(column(all, |m| m.simulated))
+            .bind(column(all, |m| m.now))
+            .bind(column(all, |m| m.template_type.as_str()))
             .execute(&mut *conn)
             .await?;
             },
@@ -552,7 +552,7 @@ async fn mark_sent(tx: &mut Tx, acked: &[&SentRecord<'_>], now: Millis) -> Store
                 format!("{set} WHERE id = ANY($2::uuid[]) AND {movable} RETURNING id, project_id");
             sqlx::query_as(AssertSqlSafe(q))
                 .bind(now)
-                .bind(acked.iter().map(|s| s.message_id).collect::<Vec<_>>())
+                .bind(column(acked, |s| s.message_id))
                 .fetch_all(&mut *conn)
                 .await?
         },
@@ -612,11 +612,11 @@ async fn insert_sent_history(
                 "INSERT INTO message_history (id, message_id, status, detail, created_at) \
                  SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int8[])",
             )
-            .bind(history.iter().map(|_| new_id()).collect::<Vec<_>>())
-            .bind(history.iter().map(|h| h.0).collect::<Vec<_>>())
-            .bind(history.iter().map(|h| h.1.as_str()).collect::<Vec<_>>())
-            .bind(history.iter().map(|h| h.2).collect::<Vec<_>>())
-            .bind(history.iter().map(|h| h.3).collect::<Vec<_>>())
+            .bind(column(&history, |_| new_id()))
+            .bind(column(&history, |h| h.0))
+            .bind(column(&history, |h| h.1.as_str()))
+            .bind(column(&history, |h| h.2))
+            .bind(column(&history, |h| h.3))
             .execute(&mut *conn)
             .await?;
         },
@@ -667,8 +667,8 @@ async fn insert_sent_events(
                 sqlx::query(AssertSqlSafe(q))
                     .bind(now)
                     .bind(&ids)
-                    .bind(moved.iter().map(|s| s.message_id).collect::<Vec<_>>())
-                    .bind(data.iter().map(Json).collect::<Vec<_>>())
+                    .bind(column(moved, |s| s.message_id))
+                    .bind(column(&data, Json))
                     .execute(&mut *conn)
                     .await?;
             },

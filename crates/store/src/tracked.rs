@@ -15,6 +15,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, FromRow};
 
+use crate::engine::column;
 use crate::events::{EVENT_COLUMNS, Event};
 use crate::workflows::run::{EventRef, enqueue_dispatch};
 use crate::{Store, StoreResult, Tx};
@@ -98,12 +99,12 @@ async fn insert_rows(tx: &mut Tx, events: &[NewTrackedEvent]) -> StoreResult<()>
                  FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], $6::int8[]) \
                    AS r(id, project_id, contact_id, name, data, created_at)",
             )
-            .bind(events.iter().map(|e| e.id).collect::<Vec<_>>())
-            .bind(events.iter().map(|e| e.project_id).collect::<Vec<_>>())
-            .bind(events.iter().map(|e| e.contact_id).collect::<Vec<_>>())
-            .bind(events.iter().map(|e| e.name.as_str()).collect::<Vec<_>>())
-            .bind(events.iter().map(|e| Json(&e.data)).collect::<Vec<_>>())
-            .bind(events.iter().map(|e| e.created_at).collect::<Vec<_>>())
+            .bind(column(events, |e| e.id))
+            .bind(column(events, |e| e.project_id))
+            .bind(column(events, |e| e.contact_id))
+            .bind(column(events, |e| e.name.as_str()))
+            .bind(column(events, |e| Json(&e.data)))
+            .bind(column(events, |e| e.created_at))
             .execute(&mut *conn)
             .await?;
             },

@@ -1,4 +1,4 @@
--- PostgreSQL's 0039 writes its count triggers' upserts inline (no SQL helper planned on every
+-- PostgreSQL's 0039 makes its count helpers PL/pgSQL (a SQL helper is planned again on every
 -- call). SQLite's triggers are already inline. This keeps the migration numbers of both
 -- engines the same.
 SELECT 1;
