@@ -155,6 +155,16 @@
       (zone ? " " + zone : "") + " (" + utcWords(d) + ")";
   });
 
+  // Charts wider than a narrow screen show their newest days (the right end), on load and
+  // when the window narrows (a phone turned).
+  function scrollToEnds() {
+    document.querySelectorAll("[data-scroll-end]").forEach(function (box) {
+      box.scrollLeft = box.scrollWidth;
+    });
+  }
+  scrollToEnds();
+  window.addEventListener("resize", scrollToEnds);
+
   // Toasts leave after a few seconds.
   document.querySelectorAll(".toast").forEach(function (t) {
     setTimeout(function () { t.classList.add("hidden"); }, 4000);

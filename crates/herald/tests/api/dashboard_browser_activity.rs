@@ -305,6 +305,7 @@ async fn analytics_in_the_browser_equals_the_api_and_warns_past_five_percent(eng
     }
     assert_eq!(card(&page, "Open rate").await, "42.1 %", "8 of 19");
     page.check_page(&app.base, "analytics-overview").await;
+    charts_open_on_their_newest_days(&page).await;
 
     // The 7-day preset, then a custom range of today only.
     page.click_and_wait("a", Some("7 days")).await.unwrap();
@@ -421,6 +422,26 @@ async fn analytics_in_the_browser_equals_the_api_and_warns_past_five_percent(eng
 }
 
 /// The refused form answered 422, which the browser logs; nothing else went wrong.
+/// At 375 px the charts are wider than their panels: loaded there, each one shows its right
+/// end (the newest days), and so does one that narrows from a wide window.
+async fn charts_open_on_their_newest_days(page: &Page) {
+    const AT_END: &str = "[...document.querySelectorAll('.chart-scroll')].map(b => \
+        b.scrollWidth > b.clientWidth && b.scrollLeft + b.clientWidth >= b.scrollWidth - 1)";
+    let url = page.eval("location.href").await.unwrap();
+    page.set_viewport(375, 900).await.unwrap();
+    page.goto(url.as_str().unwrap()).await.unwrap();
+    let ends = page.eval(AT_END).await.unwrap();
+    assert_eq!(ends, json!([true, true, true]), "loaded at 375 px");
+    page.set_viewport(1280, 900).await.unwrap();
+    page.goto(url.as_str().unwrap()).await.unwrap();
+    page.set_viewport(375, 900).await.unwrap();
+    // (the resize event comes with the next frame)
+    page.wait_for(&format!("{AT_END}.every(Boolean)"))
+        .await
+        .expect("narrowed to 375 px: every chart at its end");
+    page.set_viewport(1280, 900).await.unwrap();
+}
+
 fn expect_only_the_422(page: &mut Page) {
     let errors = page.errors();
     assert!(
