@@ -201,6 +201,9 @@ impl Tx {
     }
 }
 
+/// How long a PostgreSQL connection may sit in the pool before it is pinged when taken.
+const PG_PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 impl Store {
     /// Connects to `sqlite://path` (created if missing) or `postgres://...`.
     pub async fn connect(url: &str, opts: &StoreOptions) -> anyhow::Result<Store> {
@@ -218,6 +221,20 @@ impl Store {
             let pool = PgPoolOptions::new()
                 .max_connections(opts.max_connections.max(1) + opts.worker_connections)
                 .acquire_timeout(Duration::from_secs(30))
+                // A connection used within the last second is alive: the ping sqlx sends before
+                // every acquire was a round trip more per transaction (a quarter of a track
+                // batch's time). One idle for longer (a restart, a proxy's idle timeout) is
+                // still tested; a restart within that second fails the transaction once, as
+                // one during a statement would (docs/architecture.md "Connections").
+                .test_before_acquire(false)
+                .before_acquire(|conn, meta| {
+                    Box::pin(async move {
+                        if meta.idle_for > PG_PING_AFTER_IDLE {
+                            sqlx::Connection::ping(conn).await?;
+                        }
+                        Ok(true)
+                    })
+                })
                 .connect_with(connect)
                 .await
                 .context("connecting to PostgreSQL")?;

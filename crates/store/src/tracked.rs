@@ -9,6 +9,8 @@
 //! - Deletion runs in batches of [`DELETE_BATCH`] rows, each its own short transaction, so a
 //!   large delete never holds the SQLite writer for long.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use herald_core::ids::Uuid;
 use herald_core::time::Millis;
 use serde_json::Value;
@@ -17,7 +19,7 @@ use sqlx::{AssertSqlSafe, FromRow};
 
 use crate::engine::column;
 use crate::events::{EVENT_COLUMNS, Event};
-use crate::workflows::run::{EventRef, enqueue_dispatch};
+use crate::workflows::run::{EventRef, enqueue_dispatch, enqueue_for_names, reacting_names_pg};
 use crate::{Store, StoreResult, Tx};
 
 /// Rows removed per transaction by [`Store::delete_tracked_events`].
@@ -39,26 +41,38 @@ pub struct NewTrackedEvent {
 /// Inserts tracked events in multi-row statements inside `tx`, with the outbox rows of those a
 /// workflow reacts to.
 pub async fn insert_tracked_many(tx: &mut Tx, events: &[NewTrackedEvent]) -> StoreResult<()> {
-    insert_rows(tx, events).await?;
-    let mut by_project: std::collections::BTreeMap<Uuid, Vec<EventRef<'_>>> = Default::default();
+    let reacting = insert_rows(tx, events).await?;
+    let mut by_project: BTreeMap<Uuid, Vec<EventRef<'_>>> = Default::default();
     for e in events {
         by_project.entry(e.project_id).or_default().push(EventRef {
             id: e.id,
             name: &e.name,
         });
     }
+    let now = events.iter().map(|e| e.created_at).max().unwrap_or(0);
+    let none = HashSet::new();
     for (project_id, refs) in by_project {
-        let now = events.iter().map(|e| e.created_at).max().unwrap_or(0);
-        enqueue_dispatch(tx, project_id, &refs, now).await?;
+        match &reacting {
+            Some(names) => {
+                let names = names.get(&project_id).unwrap_or(&none);
+                enqueue_for_names(tx, project_id, &refs, names, now).await?;
+            }
+            None => enqueue_dispatch(tx, project_id, &refs, now).await?,
+        }
     }
     Ok(())
 }
 
 /// On PostgreSQL one array per column through `UNNEST`: one statement text whatever the
-/// number of events, so it stays prepared (as `contacts_batch`'s insert of new contacts).
-/// SQLite takes multi-row `VALUES` of 200 rows at most.
-async fn insert_rows(tx: &mut Tx, events: &[NewTrackedEvent]) -> StoreResult<()> {
-    db_tx_each!(
+/// number of events, so it stays prepared (as `contacts_batch`'s insert of new contacts). The
+/// same statement reads the names the events' projects' workflows react to (the outbox needs
+/// them), a round trip less per batch: returned by project. SQLite takes multi-row `VALUES`
+/// of 200 rows at most, and returns `None` (its reads cost no round trip).
+async fn insert_rows(
+    tx: &mut Tx,
+    events: &[NewTrackedEvent],
+) -> StoreResult<Option<HashMap<Uuid, HashSet<String>>>> {
+    Ok(db_tx_each!(
         tx,
         sqlite
             | conn
@@ -89,27 +103,39 @@ async fn insert_rows(tx: &mut Tx, events: &[NewTrackedEvent]) -> StoreResult<()>
                     }
                     query.execute(&mut *conn).await?;
                 }
+                None
             },
-        postgres
-            | conn
-            | {
-                sqlx::query(
-                "INSERT INTO events (id, project_id, contact_id, name, data, created_at, tracked) \
-                 SELECT id, project_id, contact_id, name, data, created_at, TRUE \
-                 FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], $6::int8[]) \
-                   AS r(id, project_id, contact_id, name, data, created_at)",
-            )
+        postgres | conn | {
+            let mut projects: Vec<Uuid> = events.iter().map(|e| e.project_id).collect();
+            projects.sort_unstable();
+            projects.dedup();
+            // A data-modifying WITH runs to completion whether or not the query reads it.
+            let rows: Vec<(Uuid, Option<String>)> = sqlx::query_as(concat!(
+                "WITH inserted AS (INSERT INTO events \
+                     (id, project_id, contact_id, name, data, created_at, tracked) \
+                     SELECT id, project_id, contact_id, name, data, created_at, TRUE \
+                     FROM UNNEST($2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::jsonb[], \
+                     $7::int8[]) AS r(id, project_id, contact_id, name, data, created_at)) ",
+                reacting_names_pg!()
+            ))
+            .bind(projects)
             .bind(column(events, |e| e.id))
             .bind(column(events, |e| e.project_id))
             .bind(column(events, |e| e.contact_id))
             .bind(column(events, |e| e.name.as_str()))
             .bind(column(events, |e| Json(&e.data)))
             .bind(column(events, |e| e.created_at))
-            .execute(&mut *conn)
+            .fetch_all(&mut *conn)
             .await?;
-            },
-    );
-    Ok(())
+            let mut names: HashMap<Uuid, HashSet<String>> = HashMap::new();
+            for (project, name) in rows {
+                if let Some(name) = name {
+                    names.entry(project).or_default().insert(name);
+                }
+            }
+            Some(names)
+        },
+    ))
 }
 
 /// A tracked event with its contact's address.

@@ -20,6 +20,7 @@ both_engines!(
     keys_decide_who_may_track,
     concurrent_tracks_are_all_committed,
     one_batch_inserts_its_new_contacts_together_and_applies_requests_in_order,
+    one_batch_queues_each_project_s_own_workflow_events,
     cors_is_open_on_v1_track_only,
 );
 
@@ -108,6 +109,68 @@ async fn public_key_track_creates_a_subscribed_contact_an_event_and_its_outbox_r
         .await
         .unwrap();
     assert_eq!(jobs, Vec::<Value>::new());
+}
+
+/// One batch with events of two projects: each event gets its outbox row only when a
+/// workflow of its own project reacts to its name (on PostgreSQL the names are read by the
+/// events' insert itself, for every project of the batch at once).
+async fn one_batch_queues_each_project_s_own_workflow_events(engine: Engine) {
+    use herald_core::email::EmailAddress;
+    use herald_core::fields::DataPatch;
+    use herald_engine::track::TrackPlan;
+
+    let app = engine.app_with(|c| c.workers = false).await;
+    let (a, b) = (app.project().await, app.project().await);
+    for (p, event) in [(&a, "signed-up"), (&b, "paid")] {
+        let wf = expect_json(
+            app.post(
+                "/workflows",
+                &p.secret_key,
+                &json!({"name": "React", "triggerConfig": {"eventName": event}}),
+            )
+            .await,
+            201,
+        )
+        .await;
+        let path = format!("/workflows/{}", wf["id"].as_str().unwrap());
+        let body = json!({"enabled": true});
+        expect_json(app.patch(&path, &p.secret_key, &body).await, 200).await;
+    }
+    let id = |p: &crate::helpers::TestProject| uuid::Uuid::parse_str(&p.id).unwrap();
+    let plan = |project: uuid::Uuid, email: &str, event: &str| TrackPlan {
+        project_id: project,
+        email: EmailAddress::parse(email).unwrap(),
+        event: event.into(),
+        subscribed: None,
+        data: DataPatch::parse(None).unwrap(),
+        idempotency_key: None,
+    };
+    let answers = app
+        .engine
+        .track_batch(vec![
+            plan(id(&a), "x@example.org", "signed-up"),
+            plan(id(&b), "x@example.org", "signed-up"),
+            plan(id(&b), "y@example.org", "paid"),
+            plan(id(&a), "y@example.org", "paid"),
+        ])
+        .await;
+    let event_ids: Vec<String> = answers
+        .iter()
+        .map(|r| r.as_ref().expect("recorded").event_id.to_string())
+        .collect();
+    for (p, queued) in [(&a, &event_ids[0]), (&b, &event_ids[2])] {
+        let jobs = app
+            .store
+            .waiting_job_payloads(id(p), herald_engine::track::EVENT_DISPATCH_JOB, 10)
+            .await
+            .unwrap();
+        let names: Vec<(&str, &str)> = jobs
+            .iter()
+            .map(|j| (j["eventId"].as_str().unwrap(), j["name"].as_str().unwrap()))
+            .collect();
+        let want = if p.id == a.id { "signed-up" } else { "paid" };
+        assert_eq!(names, vec![(queued.as_str(), want)], "project {}", p.id);
+    }
 }
 
 async fn secret_key_track_patches_an_existing_contact_and_keeps_its_state(engine: Engine) {

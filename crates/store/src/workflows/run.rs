@@ -38,27 +38,46 @@ pub struct EventRef<'a> {
     pub name: &'a str,
 }
 
+/// PostgreSQL: (project, name) of every event name the workflows of the projects `$1` (an
+/// array) react to: triggers of enabled workflows and the events WAIT_FOR_EVENT steps wait
+/// for. A macro, so the track insert can carry it in the same statement
+/// (`crate::tracked`, one round trip for both).
+macro_rules! reacting_names_pg {
+    () => {
+        "SELECT w.project_id, w.trigger_config->>'eventName' FROM workflows w \
+         WHERE w.project_id = ANY($1) AND w.enabled \
+         UNION SELECT w.project_id, s.config->>'eventName' FROM workflow_steps s \
+         JOIN workflows w ON w.id = s.workflow_id \
+         WHERE w.project_id = ANY($1) AND s.type = 'WAIT_FOR_EVENT'"
+    };
+}
+pub(crate) use reacting_names_pg;
+
 /// The event names the project's workflows react to: triggers of enabled workflows and the
 /// events WAIT_FOR_EVENT steps wait for.
 pub async fn reacting_names(tx: &mut Tx, project_id: Uuid) -> StoreResult<HashSet<String>> {
-    let q = sql(
-        tx.dialect(),
-        "SELECT json_extract(trigger_config, '$.eventName') FROM workflows \
-         WHERE project_id = $1 AND enabled \
-         UNION SELECT json_extract(s.config, '$.eventName') FROM workflow_steps s \
-         JOIN workflows w ON w.id = s.workflow_id \
-         WHERE w.project_id = $1 AND s.type = 'WAIT_FOR_EVENT'",
-        "SELECT trigger_config->>'eventName' FROM workflows WHERE project_id = $1 AND enabled \
-         UNION SELECT s.config->>'eventName' FROM workflow_steps s \
-         JOIN workflows w ON w.id = s.workflow_id \
-         WHERE w.project_id = $1 AND s.type = 'WAIT_FOR_EVENT'",
-    );
-    let rows: Vec<(Option<String>,)> = db_tx!(tx, |conn| {
-        sqlx::query_as(q)
+    let rows: Vec<(Option<String>,)> = db_tx_each!(
+        tx,
+        sqlite | conn | {
+            sqlx::query_as(
+                "SELECT json_extract(trigger_config, '$.eventName') FROM workflows \
+                     WHERE project_id = $1 AND enabled \
+                     UNION SELECT json_extract(s.config, '$.eventName') FROM workflow_steps s \
+                     JOIN workflows w ON w.id = s.workflow_id \
+                     WHERE w.project_id = $1 AND s.type = 'WAIT_FOR_EVENT'",
+            )
             .bind(project_id)
             .fetch_all(&mut *conn)
             .await?
-    });
+        },
+        postgres | conn | {
+            let rows: Vec<(Uuid, Option<String>)> = sqlx::query_as(reacting_names_pg!())
+                .bind(vec![project_id])
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.into_iter().map(|(_, n)| (n,)).collect()
+        },
+    );
     Ok(rows.into_iter().filter_map(|(n,)| n).collect())
 }
 
@@ -93,6 +112,17 @@ pub async fn enqueue_dispatch(
         return Ok(());
     }
     let names = reacting_names(tx, project_id).await?;
+    enqueue_for_names(tx, project_id, events, &names, now).await
+}
+
+/// [`enqueue_dispatch`] with the project's reacting names already read (`names`).
+pub async fn enqueue_for_names(
+    tx: &mut Tx,
+    project_id: Uuid,
+    events: &[EventRef<'_>],
+    names: &HashSet<String>,
+    now: Millis,
+) -> StoreResult<()> {
     if names.is_empty() {
         return Ok(());
     }
