@@ -97,6 +97,11 @@ async fn time_get(session: &Client, url: &str, name: &str) -> anyhow::Result<Vec
         if i > 0 {
             times.push(t.elapsed());
         }
+        // Which requests of the run were over target, in order (a warm-up, or one at random).
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        if ms > TARGET_MS {
+            println!("  {name}: request {i} of {RUNS} took {ms:.0} ms");
+        }
     }
     times.sort();
     Ok(times)
