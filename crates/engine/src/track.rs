@@ -57,7 +57,7 @@ pub struct Tracked {
 impl TrackPlan {
     /// The event's own data: what the request's `data` said, its one-request values included
     /// (`{value, persistent: false}` gives `value`); deletions and empty strings are not data.
-    fn event_data(&self) -> Value {
+    pub(crate) fn event_data(&self) -> Value {
         let mut data: Map<String, Value> = self.data.set.clone();
         for (k, v) in &self.data.transient {
             data.insert(k.clone(), v.clone());

@@ -58,6 +58,17 @@ impl StoreError {
 }
 
 impl StoreError {
+    /// The server refused the statement (an error it answered, not a lost connection, a
+    /// shutdown or a full pool): a statement outside a transaction committed nothing, so its
+    /// rows may be written another way. After a lost connection a commit may have happened.
+    pub fn is_refused_statement(&self) -> bool {
+        match self {
+            StoreError::Conflict(_) => true,
+            StoreError::Db(sqlx::Error::Database(_)) => !self.is_unavailable(),
+            _ => false,
+        }
+    }
+
     /// A copy of this error for each of several requests that one failed write served: the
     /// copy keeps what the API answers (404, 409, 503 or 500) and the cause's text.
     pub fn for_each_request(&self) -> StoreError {

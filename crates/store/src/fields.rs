@@ -27,7 +27,7 @@ impl KnownFields {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn is_known(&self, project: Uuid, key: &str) -> bool {
+    pub(crate) fn is_known(&self, project: Uuid, key: &str) -> bool {
         self.lock()
             .get(&(project, key.to_owned()))
             .is_some_and(|at| at.elapsed() < KNOWN_FIELD_TTL)

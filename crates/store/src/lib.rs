@@ -62,6 +62,7 @@ pub mod shared_limits;
 pub mod suppressions;
 pub mod templates;
 pub mod tracked;
+pub mod tracked_fresh;
 pub mod tracking;
 mod ttl_cache;
 pub mod wake;

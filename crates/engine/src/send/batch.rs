@@ -11,6 +11,8 @@
 //! the batch in progress plus its own.
 //!
 //! Guarantees:
+//! - On PostgreSQL a batch of plain tracks of new contacts is one statement committed on its
+//!   own (`batch_fresh`); its requests whose contact existed take the usual path after it.
 //! - A request is answered only after the transaction holding its rows committed
 //!   (acknowledged = committed); if the commit fails, every request of the batch gets the error.
 //! - One request's failure never fails or rolls back the others. An `Idempotency-Key`
@@ -23,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 use herald_core::clock::SharedClock;
 use herald_store::{Dialect, Store, StoreError, Tx};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, Semaphore, mpsc, oneshot};
 
 use super::accept::{AcceptError, AcceptRequest, Accepted, Staged};
 use crate::inbound::{InboundPlan, ReceivedIn};
@@ -39,6 +41,12 @@ pub const MAX_BLOB_BYTES: usize = 16 * 1024 * 1024;
 /// statements are round trips one after another, so a single writer is bound by latency, not
 /// by the server; SQLite has one writer and one batch at a time.
 pub const POSTGRES_WRITERS: usize = 4;
+/// Of those, batches that start with a track written at once on PostgreSQL. A batch of plain
+/// tracks is one statement (`batch_fresh`), so a writer is no longer bound by round trips but
+/// by each statement's own cost on the server: fewer, bigger batches take less of it per
+/// request (`track --concurrent` beside `/postgres`: 1.15-1.30 with four, 1.31-1.53 with
+/// two; docs/benchmarks.md).
+pub const POSTGRES_TRACK_WRITERS: usize = 2;
 /// Times a batch chosen as a deadlock victim on PostgreSQL is written again whole before it
 /// falls back to a savepoint per request.
 const TRANSIENT_RETRIES: usize = 3;
@@ -146,6 +154,8 @@ pub struct Acceptor {
 pub struct Stats {
     pub batches: AtomicU64,
     pub requests: AtomicU64,
+    /// Batches of tracks written by one statement on PostgreSQL (`batch_fresh`).
+    pub one_statement: AtomicU64,
 }
 
 impl Acceptor {
@@ -163,6 +173,11 @@ impl Acceptor {
             self.stats.batches.load(Ordering::Relaxed),
             self.stats.requests.load(Ordering::Relaxed),
         )
+    }
+
+    /// Batches of tracks written by one statement on PostgreSQL (`batch_fresh`) so far.
+    pub fn one_statement_batches(&self) -> u64 {
+        self.stats.one_statement.load(Ordering::Relaxed)
     }
 
     /// Writes `reqs` as one batch, bypassing the queue (what the batcher does with requests
@@ -187,9 +202,14 @@ impl Acceptor {
                 Dialect::Sqlite => 1,
                 Dialect::Postgres => POSTGRES_WRITERS,
             };
+            let track_turns = match self.ctx.store.dialect() {
+                Dialect::Sqlite => None,
+                Dialect::Postgres => Some(Arc::new(Semaphore::new(POSTGRES_TRACK_WRITERS))),
+            };
             let rx = Arc::new(Mutex::new(rx));
             for _ in 0..writers {
-                tokio::spawn(run(self.ctx.clone(), self.stats.clone(), rx.clone()));
+                let (ctx, stats) = (self.ctx.clone(), self.stats.clone());
+                tokio::spawn(run(ctx, stats, rx.clone(), track_turns.clone()));
             }
             tx
         });
@@ -208,12 +228,19 @@ fn stopped() -> AcceptError {
 }
 
 /// One writer: takes the waiting requests as a batch (the queue is shared by the writers, one
-/// gathering at a time), writes them, answers them, and again.
-async fn run(ctx: BatchContext, stats: Arc<Stats>, rx: Arc<Mutex<mpsc::Receiver<Pending>>>) {
+/// gathering at a time), writes them, answers them, and again. A batch starting with a track
+/// first waits for one of `track_turns` (PostgreSQL), still holding the queue: the requests
+/// arriving meanwhile join it.
+async fn run(
+    ctx: BatchContext,
+    stats: Arc<Stats>,
+    rx: Arc<Mutex<mpsc::Receiver<Pending>>>,
+    track_turns: Option<Arc<Semaphore>>,
+) {
     // A request that did not fit the previous batch starts this writer's next one.
     let mut carry: Option<Pending> = None;
     loop {
-        let batch = {
+        let (batch, turn) = {
             let mut rx = rx.lock().await;
             let first = match carry.take() {
                 Some(p) => p,
@@ -221,6 +248,10 @@ async fn run(ctx: BatchContext, stats: Arc<Stats>, rx: Arc<Mutex<mpsc::Receiver<
                     Some(p) => p,
                     None => return,
                 },
+            };
+            let turn = match (&first.req, &track_turns) {
+                (Work::Track(_), Some(turns)) => turns.clone().acquire_owned().await.ok(),
+                _ => None,
             };
             let mut recipients = first.req.recipients();
             let mut bytes = first.req.blob_bytes();
@@ -235,10 +266,11 @@ async fn run(ctx: BatchContext, stats: Arc<Stats>, rx: Arc<Mutex<mpsc::Receiver<
                 }
                 batch.push(next);
             }
-            batch
+            (batch, turn)
         };
         let reqs: Vec<&Work> = batch.iter().map(|p| &p.req).collect();
         let answers = write_batch(&ctx, &stats, &reqs).await;
+        drop(turn);
         for (p, answer) in batch.into_iter().zip(answers) {
             // The requester may have gone (client disconnected): its rows are committed anyway.
             let _ = p.reply.send(answer);
@@ -255,6 +287,31 @@ async fn write_batch(ctx: &BatchContext, stats: &Stats, reqs: &[&Work]) -> Vec<A
     stats
         .requests
         .fetch_add(reqs.len() as u64, Ordering::Relaxed);
+    let Some(fresh) = super::batch_fresh::write(ctx, reqs).await else {
+        return write_usual(ctx, reqs).await;
+    };
+    stats.one_statement.fetch_add(1, Ordering::Relaxed);
+    // The requests whose contact existed wrote nothing: the usual path, in their order.
+    let rest: Vec<&Work> = reqs
+        .iter()
+        .zip(&fresh)
+        .filter(|(_, answer)| answer.is_none())
+        .map(|(work, _)| *work)
+        .collect();
+    let mut rest = match rest.is_empty() {
+        true => Vec::new(),
+        false => write_usual(ctx, &rest).await,
+    }
+    .into_iter();
+    fresh
+        .into_iter()
+        .map(|answer| answer.unwrap_or_else(|| rest.next().unwrap_or_else(|| Err(mismatch()))))
+        .collect()
+}
+
+/// The usual write of a batch: one transaction for all, retried whole on a deadlock, then a
+/// savepoint per request if it still fails.
+async fn write_usual(ctx: &BatchContext, reqs: &[&Work]) -> Vec<Answer> {
     let mut shared = write_shared(ctx, reqs).await;
     for _ in 0..TRANSIENT_RETRIES {
         match &shared {

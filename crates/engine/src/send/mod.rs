@@ -6,6 +6,7 @@
 pub mod accept;
 pub mod batch;
 mod batch_contacts;
+mod batch_fresh;
 pub mod budget;
 pub mod compose;
 pub mod decorate;

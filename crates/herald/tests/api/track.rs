@@ -21,6 +21,7 @@ both_engines!(
     concurrent_tracks_are_all_committed,
     one_batch_inserts_its_new_contacts_together_and_applies_requests_in_order,
     one_batch_queues_each_project_s_own_workflow_events,
+    a_batch_of_new_contacts_is_one_statement_and_known_contacts_the_usual_upsert,
     cors_is_open_on_v1_track_only,
 );
 
@@ -171,6 +172,154 @@ async fn one_batch_queues_each_project_s_own_workflow_events(engine: Engine) {
         let want = if p.id == a.id { "signed-up" } else { "paid" };
         assert_eq!(names, vec![(queued.as_str(), want)], "project {}", p.id);
     }
+}
+
+/// On PostgreSQL a batch of plain tracks is one statement committed on its own (contacts,
+/// events, outbox rows); a request whose contact exists wrote nothing there and takes the usual
+/// upsert after it. SQLite writes every batch the usual way. Same rows either way.
+async fn a_batch_of_new_contacts_is_one_statement_and_known_contacts_the_usual_upsert(
+    engine: Engine,
+) {
+    use herald_core::email::EmailAddress;
+    use herald_core::fields::DataPatch;
+    use herald_engine::track::TrackPlan;
+
+    let app = engine.app_with(|c| c.workers = false).await;
+    let p = app.project().await;
+    let project = uuid::Uuid::parse_str(&p.id).unwrap();
+    let wf = expect_json(
+        app.post(
+            "/workflows",
+            &p.secret_key,
+            &json!({"name": "React", "triggerConfig": {"eventName": "signed-up"}}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let path = format!("/workflows/{}", wf["id"].as_str().unwrap());
+    expect_json(
+        app.patch(&path, &p.secret_key, &json!({"enabled": true}))
+            .await,
+        200,
+    )
+    .await;
+    let plan = |email: &str, event: &str, data: Value| TrackPlan {
+        project_id: project,
+        email: EmailAddress::parse(email).unwrap(),
+        event: event.into(),
+        subscribed: None,
+        data: DataPatch::parse(Some(&data)).unwrap(),
+        idempotency_key: None,
+    };
+    // The caches the one-statement path asks (field types, tracked segments) last a second:
+    // on a slow machine a round may find them expired, so try a few.
+    let mut round = 0;
+    let (answers, fresh) = loop {
+        round += 1;
+        let warm = app
+            .engine
+            .track_batch(vec![plan(
+                &format!("warm{round}@example.org"),
+                "paid",
+                json!({"plan": "free"}),
+            )])
+            .await;
+        assert!(warm[0].is_ok(), "{warm:?}");
+        let old = format!("old{round}@example.org");
+        app.create_contact(
+            &p.secret_key,
+            json!({"email": old, "subscribed": false, "data": {"plan": "free", "city": "Oslo"}}),
+        )
+        .await;
+        let before = app.engine.acceptor.one_statement_batches();
+        let answers = app
+            .engine
+            .track_batch(vec![
+                plan(
+                    &format!("new{round}a@example.org"),
+                    "signed-up",
+                    json!({"plan": "pro"}),
+                ),
+                plan(&old, "signed-up", json!({"plan": "team"})),
+                plan(
+                    &format!("new{round}b@example.org"),
+                    "paid",
+                    json!({"plan": "free"}),
+                ),
+            ])
+            .await;
+        let fresh = app.engine.acceptor.one_statement_batches() - before;
+        if fresh > 0 || engine == Engine::Sqlite || round == 5 {
+            break (answers, fresh);
+        }
+    };
+    match engine {
+        Engine::Sqlite => assert_eq!(fresh, 0),
+        Engine::Postgres => assert_eq!(fresh, 1, "no round of five went in one statement"),
+    }
+    let tracked: Vec<_> = answers
+        .iter()
+        .map(|a| a.as_ref().expect("recorded"))
+        .collect();
+    let contact = |id: &uuid::Uuid| {
+        let path = format!("/contacts/{id}");
+        let key = p.secret_key.clone();
+        let app = &app;
+        async move { expect_json(app.get(&path, &key).await, 200).await }
+    };
+    let (new_a, old, new_b) = (
+        contact(&tracked[0].contact_id).await,
+        contact(&tracked[1].contact_id).await,
+        contact(&tracked[2].contact_id).await,
+    );
+    assert_eq!(new_a["email"], format!("new{round}a@example.org"));
+    assert_eq!(
+        (&new_a["subscribed"], &new_a["data"]),
+        (&json!(true), &json!({"plan": "pro"}))
+    );
+    assert_eq!(new_b["data"], json!({"plan": "free"}));
+    // The known contact kept its id and state, and got the patch.
+    assert_eq!(old["email"], format!("old{round}@example.org"));
+    assert_eq!(old["subscribed"], false);
+    assert_eq!(old["data"], json!({"plan": "team", "city": "Oslo"}));
+    for (t, name) in tracked.iter().zip(["signed-up", "signed-up", "paid"]) {
+        let events = contact_events(&app, &p.secret_key, &t.contact_id.to_string()).await;
+        let ids: Vec<(&str, &str)> = events
+            .iter()
+            .map(|e| (e["id"].as_str().unwrap(), e["name"].as_str().unwrap()))
+            .collect();
+        assert_eq!(ids, vec![(t.event_id.to_string().as_str(), name)]);
+    }
+    // Outbox rows for this round's two events the workflow reacts to, whichever path wrote
+    // them.
+    let mut jobs: Vec<(String, String)> = app
+        .store
+        .waiting_job_payloads(project, herald_engine::track::EVENT_DISPATCH_JOB, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["eventId"].as_str().unwrap().to_owned(),
+                j["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .filter(|(id, _)| tracked.iter().any(|t| t.event_id.to_string() == *id))
+        .collect();
+    jobs.sort();
+    let mut want = vec![
+        (tracked[0].event_id.to_string(), "signed-up".to_owned()),
+        (tracked[1].event_id.to_string(), "signed-up".to_owned()),
+    ];
+    want.sort();
+    assert_eq!(jobs, want);
+    let contacts = expect_json(app.get("/contacts", &p.secret_key).await, 200).await;
+    assert_eq!(
+        contacts["total"],
+        4 * round,
+        "warm, old and two new per round"
+    );
 }
 
 async fn secret_key_track_patches_an_existing_contact_and_keeps_its_state(engine: Engine) {
