@@ -44,7 +44,7 @@ pub const POSTGRES_WRITERS: usize = 4;
 /// Of those, batches that start with a track written at once on PostgreSQL. A batch of plain
 /// tracks is one statement (`batch_fresh`), so a writer is no longer bound by round trips but
 /// by each statement's own cost on the server: fewer, bigger batches take less of it per
-/// request (`track --concurrent` beside `/postgres`: 1.15-1.30 with four, 1.31-1.53 with
+/// request (`track --concurrent` beside `/postgres`: 1.15-1.30 with four, 1.33-1.53 with
 /// two; docs/benchmarks.md).
 pub const POSTGRES_TRACK_WRITERS: usize = 2;
 /// Times a batch chosen as a deadlock victim on PostgreSQL is written again whole before it
