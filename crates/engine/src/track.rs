@@ -17,9 +17,9 @@ use herald_core::email::EmailAddress;
 use herald_core::fields::DataPatch;
 use herald_core::ids::{Uuid, new_id};
 use herald_core::time::Millis;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use herald_store::contacts::{ContactUpsert, upsert_contact};
+use herald_store::contacts::{ContactUpsert, upsert_contact, upsert_existing_contact};
 use herald_store::segment_membership::enqueue_reevaluate_each;
 use herald_store::tracked::{NewTrackedEvent, insert_tracked_many};
 use herald_store::{StoreResult, Tx, messages};
@@ -99,7 +99,11 @@ impl TrackPlan {
                 patch: &self.data,
                 now,
             };
-            upsert_contact(tx, &upsert).await?.contact.id
+            let outcome = match rows.existed.contains(&key) {
+                true => upsert_existing_contact(tx, &upsert).await?,
+                false => upsert_contact(tx, &upsert).await?,
+            };
+            outcome.contact.id
         };
         let event_id = new_id();
         rows.events.push(NewTrackedEvent {
@@ -125,6 +129,8 @@ pub(crate) struct TrackRows {
     /// Contacts inserted before the requests are staged, by (project, email)
     /// (`crate::send::batch_contacts`).
     pub(crate) created: HashMap<(Uuid, String), Uuid>,
+    /// Contacts that batch's insert found existing: updated without trying the insert again.
+    pub(crate) existed: HashSet<(Uuid, String)>,
 }
 
 impl TrackRows {

@@ -123,6 +123,28 @@ pub async fn upsert_contact(tx: &mut Tx, req: &ContactUpsert<'_>) -> StoreResult
     let existing = select_locked(tx, req.project_id, ContactKey::Email(req.email))
         .await?
         .ok_or_else(|| StoreError::Conflict("contacts_project_email_key".into()))?;
+    update_found(tx, req, existing).await
+}
+
+/// [`upsert_contact`] of a contact a statement of `tx` just found existing (a batch's insert
+/// ahead that conflicted): straight to the locked read and the update, without the insert
+/// that would conflict again. The whole upsert if the contact is gone since.
+pub async fn upsert_existing_contact(
+    tx: &mut Tx,
+    req: &ContactUpsert<'_>,
+) -> StoreResult<UpsertOutcome> {
+    match select_locked(tx, req.project_id, ContactKey::Email(req.email)).await? {
+        Some(existing) => update_found(tx, req, existing).await,
+        None => upsert_contact(tx, req).await,
+    }
+}
+
+/// The update half of an upsert, of the locked row `existing`.
+async fn update_found(
+    tx: &mut Tx,
+    req: &ContactUpsert<'_>,
+    existing: Contact,
+) -> StoreResult<UpsertOutcome> {
     let contact = apply_update(
         tx,
         req.project_id,

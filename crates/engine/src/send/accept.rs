@@ -19,7 +19,7 @@ use herald_core::template::{Escape, Template};
 use herald_core::time::Millis;
 use herald_store::billing::Allowance;
 use herald_store::blobs::{self, AttachmentRef};
-use herald_store::contacts::{Contact, ContactUpsert, upsert_contact};
+use herald_store::contacts::{Contact, ContactUpsert, upsert_contact, upsert_existing_contact};
 use herald_store::contacts_batch::NewContact;
 use herald_store::messages::{self, MessageStatus, NewMessage, SentRecord};
 use herald_store::segment_membership::enqueue_reevaluate_each;
@@ -345,7 +345,11 @@ impl AcceptRequest {
             patch: &self.data,
             now,
         };
-        Ok(upsert_contact(tx, &upsert).await?.contact)
+        let outcome = match staged.existed.contains(&key) {
+            true => upsert_existing_contact(tx, &upsert).await?,
+            false => upsert_contact(tx, &upsert).await?,
+        };
+        Ok(outcome.contact)
     }
 
     /// Claims the key, stores the blobs, upserts the contacts and renders each message into
@@ -614,6 +618,9 @@ pub(crate) struct Staged<'a> {
     /// Contacts the batch inserted before staging its sends (`batch_contacts`), by (project,
     /// email): id and subscription. Taken by the first request naming them.
     pub(super) created: HashMap<(Uuid, String), (Uuid, bool)>,
+    /// Contacts the batch's insert ahead found existing, by (project, email): updated without
+    /// trying the insert again.
+    pub(super) existed: HashSet<(Uuid, String)>,
     /// (project, contact) of the contacts inserted ahead and staged: their segment outbox
     /// rows, written at the flush.
     reevaluate: Vec<(Uuid, Uuid)>,

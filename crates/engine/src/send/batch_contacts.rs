@@ -67,7 +67,7 @@ pub(super) async fn prepare<'a>(
 }
 
 /// Inserts the new contacts of the batch's first requests naming them, with multi-row
-/// statements, and notes in `tracks` and `sends` those that were new. In (project, email)
+/// statements, and notes in `tracks` and `sends` those that were new and those that existed. In (project, email)
 /// order, so two batches on PostgreSQL inserting some of the same addresses wait for each other
 /// in one order.
 async fn insert_ahead(
@@ -95,14 +95,21 @@ async fn insert_ahead(
     let (by_track, rows): (Vec<bool>, Vec<NewContact>) = rows.into_iter().unzip();
     let inserted = insert_new_many(tx, &rows, now).await?;
     for (row, by_track) in rows.iter().zip(by_track) {
-        if !inserted.contains(&row.id) {
-            continue;
-        }
         let key = (row.project_id, row.email.to_owned());
-        if by_track {
-            tracks.created.insert(key, row.id);
-        } else {
-            sends.created.insert(key, (row.id, row.subscribed));
+        match (inserted.contains(&row.id), by_track) {
+            (true, true) => {
+                tracks.created.insert(key, row.id);
+            }
+            (true, false) => {
+                sends.created.insert(key, (row.id, row.subscribed));
+            }
+            // Its email existed: the requests naming it skip the upsert's insert.
+            (false, true) => {
+                tracks.existed.insert(key);
+            }
+            (false, false) => {
+                sends.existed.insert(key);
+            }
         }
     }
     Ok(())
