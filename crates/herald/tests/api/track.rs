@@ -34,6 +34,23 @@ pub async fn tracked(app: &TestApp, key: &str, body: Value) -> Value {
     expect_json(track(app, key, &body).await, 200).await["data"].clone()
 }
 
+/// Creates and enables a workflow of the project of `key` triggered by `event`.
+pub async fn enable_workflow_on(app: &TestApp, key: &str, event: &str) {
+    let wf = expect_json(
+        app.post(
+            "/workflows",
+            key,
+            &json!({"name": "React", "triggerConfig": {"eventName": event}}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let path = format!("/workflows/{}", wf["id"].as_str().unwrap());
+    let enabled = app.patch(&path, key, &json!({"enabled": true})).await;
+    expect_json(enabled, 200).await;
+}
+
 async fn contact_events(app: &TestApp, key: &str, contact: &str) -> Vec<Value> {
     let list = expect_json(
         app.get(&format!("/events/contact/{contact}"), key).await,
@@ -123,19 +140,7 @@ async fn one_batch_queues_each_project_s_own_workflow_events(engine: Engine) {
     let app = engine.app_with(|c| c.workers = false).await;
     let (a, b) = (app.project().await, app.project().await);
     for (p, event) in [(&a, "signed-up"), (&b, "paid")] {
-        let wf = expect_json(
-            app.post(
-                "/workflows",
-                &p.secret_key,
-                &json!({"name": "React", "triggerConfig": {"eventName": event}}),
-            )
-            .await,
-            201,
-        )
-        .await;
-        let path = format!("/workflows/{}", wf["id"].as_str().unwrap());
-        let body = json!({"enabled": true});
-        expect_json(app.patch(&path, &p.secret_key, &body).await, 200).await;
+        enable_workflow_on(&app, &p.secret_key, event).await;
     }
     let id = |p: &crate::helpers::TestProject| uuid::Uuid::parse_str(&p.id).unwrap();
     let plan = |project: uuid::Uuid, email: &str, event: &str| TrackPlan {
@@ -187,23 +192,7 @@ async fn a_batch_of_new_contacts_is_one_statement_and_known_contacts_the_usual_u
     let app = engine.app_with(|c| c.workers = false).await;
     let p = app.project().await;
     let project = uuid::Uuid::parse_str(&p.id).unwrap();
-    let wf = expect_json(
-        app.post(
-            "/workflows",
-            &p.secret_key,
-            &json!({"name": "React", "triggerConfig": {"eventName": "signed-up"}}),
-        )
-        .await,
-        201,
-    )
-    .await;
-    let path = format!("/workflows/{}", wf["id"].as_str().unwrap());
-    expect_json(
-        app.patch(&path, &p.secret_key, &json!({"enabled": true}))
-            .await,
-        200,
-    )
-    .await;
+    enable_workflow_on(&app, &p.secret_key, "signed-up").await;
     let plan = |email: &str, event: &str, data: Value| TrackPlan {
         project_id: project,
         email: EmailAddress::parse(email).unwrap(),

@@ -92,23 +92,7 @@ async fn killed_while_tracking_keeps_every_acknowledged_event(engine: Engine) {
     // The in-process app creates the project and reads afterwards; the child takes the load.
     let app = engine.app_with(|c| c.workers = false).await;
     let p = app.project().await;
-    let wf = expect_json(
-        app.post(
-            "/workflows",
-            &p.secret_key,
-            &json!({"name": "W", "triggerConfig": {"eventName": "crash-test"}}),
-        )
-        .await,
-        201,
-    )
-    .await;
-    let path = format!("/workflows/{}", wf["id"].as_str().unwrap());
-    expect_json(
-        app.patch(&path, &p.secret_key, &json!({"enabled": true}))
-            .await,
-        200,
-    )
-    .await;
+    crate::track::enable_workflow_on(&app, &p.secret_key, "crash-test").await;
     let port = free_port();
     let mut child = spawn_server_with(&app.config, port, &[("HERALD_WORKERS", "false")]);
     let base = format!("http://127.0.0.1:{port}");
